@@ -1,0 +1,14 @@
+# servelab_test(NAME SOURCES a_test.cc ... LIBS lib ...)
+# One gtest binary per call, linked with gmock_main, discovered test by test.
+# Tests that drive the real binaries read their paths from SERVELAB_BIN_DIR.
+include(GoogleTest)
+
+function(servelab_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} servelab_testing GTest::gmock_main)
+  target_compile_definitions(${name} PRIVATE SERVELAB_BIN_DIR="${CMAKE_BINARY_DIR}/bin"
+                                             SERVELAB_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+endfunction()

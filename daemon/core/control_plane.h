@@ -1,0 +1,76 @@
+// ControlPlane: the daemon's use cases behind the API — submit (resolve base,
+// apply delta, validate, freeze, plan, store), get, list, watch, resume,
+// cancel, summary. The gRPC service is a thin adapter over this class; it
+// knows nothing of gRPC or SQL.
+//
+// Errors: INVALID_ARGUMENT naming the field path at fault; NOT_FOUND for an
+// unknown experiment id; FAILED_PRECONDITION when the experiment's state
+// forbids the call (e.g. cancelling a finished one). Nothing is stored when a
+// call fails.
+//
+// Thread-safe. Listeners are called on the writer's thread, after the write
+// is committed, and must not block.
+#ifndef SERVELAB_DAEMON_CORE_CONTROL_PLANE_H_
+#define SERVELAB_DAEMON_CORE_CONTROL_PLANE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "daemon/core/clock.h"
+#include "daemon/core/store.h"
+#include "servelab/v1/service.pb.h"
+
+namespace servelab::core {
+
+class ControlPlane {
+ public:
+  // `store` and `clock` must outlive the control plane.
+  ControlPlane(Store& store, Clock& clock);
+
+  // With request.validate_only() the returned experiment has no id and
+  // nothing is stored.
+  absl::StatusOr<v1::Experiment> Submit(const v1::SubmitExperimentRequest& request);
+  absl::StatusOr<v1::Experiment> Get(std::string_view id);
+  absl::StatusOr<std::vector<v1::Experiment>> List(const v1::ListExperimentsRequest& request);
+  absl::StatusOr<v1::Experiment> Resume(const v1::ResumeExperimentRequest& request);
+  absl::StatusOr<v1::Experiment> Cancel(std::string_view id);
+  absl::StatusOr<v1::Summary> Summary();
+  // Experiments per state name (EXPERIMENT_STATE_QUEUED, ...), every state listed.
+  absl::StatusOr<std::map<std::string, int64_t>> CountByState();
+
+  // Calls `listener` with every committed change of experiment `id`.
+  using Listener = std::function<void(const v1::Experiment&)>;
+  int Subscribe(const std::string& id, Listener listener);
+  void Unsubscribe(int subscription);
+
+ private:
+  // Persists `experiment` with `event`, then notifies its listeners.
+  absl::Status Commit(const v1::Experiment& experiment, const std::string& kind,
+                      const std::string& detail);
+
+  Store& store_;
+  Clock& clock_;
+
+  absl::Mutex mu_;
+  int next_subscription_ ABSL_GUARDED_BY(mu_) = 1;
+  struct Subscription {
+    std::string experiment_id;
+    Listener listener;
+  };
+  std::map<int, Subscription> subscriptions_ ABSL_GUARDED_BY(mu_);
+};
+
+// True for SUCCEEDED, FAILED and CANCELLED: a watch ends there.
+bool IsFinal(v1::ExperimentState state);
+
+}  // namespace servelab::core
+
+#endif  // SERVELAB_DAEMON_CORE_CONTROL_PLANE_H_

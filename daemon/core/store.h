@@ -1,0 +1,79 @@
+// Store: the persistence contract of the daemon, in domain types. The SQLite
+// implementation lives in storage/; nothing outside storage/ writes SQL.
+//
+// Every write that changes an experiment also appends its event row in the
+// same transaction: the event log and the state never disagree. A frozen spec
+// is stored content-addressed by its SHA-256 and never modified.
+//
+// Errors: NOT_FOUND for an unknown id; UNAVAILABLE when the database is busy
+// past its timeout; INTERNAL for anything else the database reports.
+// Implementations are thread-safe.
+#ifndef SERVELAB_DAEMON_CORE_STORE_H_
+#define SERVELAB_DAEMON_CORE_STORE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "servelab/v1/experiment.pb.h"
+#include "servelab/v1/result.pb.h"
+
+namespace servelab::core {
+
+// One row of the append-only event log.
+struct Event {
+  int64_t seq = 0;  // Assigned by the store, increasing.
+  std::string experiment_id;
+  absl::Time at;
+  // "submitted", "state", "stage", "progress", "spec", "cancelled", ...
+  std::string kind;
+  // Human-readable fact, e.g. "EXPERIMENT_STATE_QUEUED -> EXPERIMENT_STATE_CANCELLED".
+  std::string detail;
+};
+
+struct ExperimentFilter {
+  std::string scenario;  // Empty: any.
+  v1::ExperimentState state = v1::EXPERIMENT_STATE_UNSPECIFIED;  // Unspecified: any.
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Assigns the next id ("exp-1", "exp-2", ...), stores the experiment with
+  // its frozen spec, stages and plan, and `event` (its experiment_id filled
+  // in), atomically. Returns the id.
+  virtual absl::StatusOr<std::string> CreateExperiment(const v1::Experiment& experiment,
+                                                       const Event& event) = 0;
+
+  // Replaces everything mutable of experiment.id() (state, stages, progress,
+  // failure class, blocker, result, resume action, and the spec when a
+  // resume delta froze a new one) and appends `event`, atomically.
+  virtual absl::Status UpdateExperiment(const v1::Experiment& experiment, const Event& event) = 0;
+
+  virtual absl::StatusOr<v1::Experiment> GetExperiment(std::string_view id) = 0;
+  // Oldest first.
+  virtual absl::StatusOr<std::vector<v1::Experiment>> ListExperiments(
+      const ExperimentFilter& filter) = 0;
+  // In order of seq.
+  virtual absl::StatusOr<std::vector<Event>> ListEvents(std::string_view experiment_id) = 0;
+
+  // Raw per-request records, appended in batches while a load runs.
+  virtual absl::Status AppendRequests(const std::vector<v1::RequestRecord>& records) = 0;
+  // attempt 0: every attempt. Ordered by attempt, then index.
+  virtual absl::StatusOr<std::vector<v1::RequestRecord>> ListRequests(
+      std::string_view experiment_id, v1::Phase phase, int attempt) = 0;
+
+  // Serving instances the daemon owns, one per side.
+  virtual absl::Status PutInstance(const v1::ServingInstance& instance) = 0;
+  virtual absl::Status RemoveInstance(v1::Side side) = 0;
+  virtual absl::StatusOr<std::vector<v1::ServingInstance>> ListInstances() = 0;
+};
+
+}  // namespace servelab::core
+
+#endif  // SERVELAB_DAEMON_CORE_STORE_H_
