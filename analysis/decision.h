@@ -1,0 +1,36 @@
+// Decision: compares a candidate's result with a baseline's by the spec's
+// DecisionRule and gives the delta and a keep/close verdict.
+//
+//   SERVELAB_ASSIGN_OR_RETURN(v1::Decision d,
+//       analysis::Decide(candidate, baseline, "exp-7", spec.analysis().decision()));
+//
+// rule.metric names a field of WindowResult: a top-level number
+// ("output_tokens_per_second_per_card", "goodput", ...) where higher is
+// better, or "<latency>.<stat>" ("ttft.p99", "e2e.mean") where lower is
+// better. The window is rule.window (unspecified means whole). Verdict "keep"
+// when the improvement (in the metric's better direction) is at least
+// rule.min_improvement, else "close".
+//
+// Errors: INVALID_ARGUMENT for an unknown metric (naming
+// analysis.decision.metric) or a zero baseline value. Pure; thread-compatible.
+#ifndef SERVELAB_ANALYSIS_DECISION_H_
+#define SERVELAB_ANALYSIS_DECISION_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "servelab/v1/result.pb.h"
+#include "servelab/v1/spec.pb.h"
+
+namespace servelab::analysis {
+
+// The value of `metric` (as above) in `window`.
+absl::StatusOr<double> MetricValue(const v1::WindowResult& window, const std::string& metric);
+
+absl::StatusOr<v1::Decision> Decide(const v1::Result& candidate, const v1::Result& baseline,
+                                    const std::string& baseline_experiment_id,
+                                    const v1::DecisionRule& rule);
+
+}  // namespace servelab::analysis
+
+#endif  // SERVELAB_ANALYSIS_DECISION_H_
