@@ -1,0 +1,450 @@
+#include "client/commands.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "client/exit_codes.h"
+#include "client/output.h"
+#include "servelab/v1/service.grpc.pb.h"
+
+namespace servelab::client {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Unary calls are short; a wedged daemon should not hang a script forever.
+constexpr absl::Duration kUnaryDeadline = absl::Seconds(30);
+
+constexpr char kAddressHelp[] =
+    "Address: --addr, else $SERVELAB_ADDR, else unix:$SERVELAB_STATE_DIR/servelab.sock when\n"
+    "SERVELAB_STATE_DIR is set, else unix:./.state/servelab.sock. Forms: unix:PATH,\n"
+    "tcp:HOST:PORT (servelabd writes its bound address to STATE_DIR/servelabd.addr).\n";
+
+bool IsFinal(v1::ExperimentState state) {
+  return state == v1::EXPERIMENT_STATE_SUCCEEDED || state == v1::EXPERIMENT_STATE_FAILED ||
+         state == v1::EXPERIMENT_STATE_CANCELLED;
+}
+
+struct DeltaArgs {
+  std::vector<std::string> set;
+  std::vector<std::string> unset;
+};
+
+struct SubmitArgs {
+  std::string file;
+  std::string base;
+  DeltaArgs delta;
+};
+
+class Cli {
+ public:
+  Cli(std::ostream& out, std::ostream& err) : out_(out), err_(err) {}
+
+  std::string address;
+  std::string output = "text";
+
+  int Submit(const SubmitArgs& args, bool validate_only) {
+    v1::SubmitExperimentRequest request;
+    if (!args.file.empty() && !args.base.empty()) return Usage("give either -f FILE or --base ID");
+    if (!args.file.empty()) {
+      if (int code = ReadSpec(args.file, &request); code != kExitOk) return code;
+    } else if (!args.base.empty()) {
+      request.set_base_id(args.base);
+      request.set_base_dir(Cwd());
+    } else {
+      return Usage("give -f FILE (a YAML or JSON spec) or --base ID (with --set/--unset)");
+    }
+    for (const std::string& s : args.delta.set) request.add_set(s);
+    for (const std::string& u : args.delta.unset) request.add_unset(u);
+    request.set_validate_only(validate_only);
+
+    v1::SubmitExperimentResponse response;
+    auto context = UnaryContext();
+    grpc::Status status = Stub().SubmitExperiment(context.get(), request, &response);
+    if (!status.ok()) return Fail(status);
+    if (Json()) {
+      out_ << ToJson(response.experiment(), /*pretty=*/true) << "\n";
+    } else {
+      out_ << (validate_only ? "plan only: nothing stored\n"
+                             : absl::StrCat("submitted ", response.experiment().id(), "\n"))
+           << FormatExperiment(response.experiment(), absl::Now());
+    }
+    return kExitOk;
+  }
+
+  int Status(const std::string& id) {
+    v1::GetExperimentRequest request;
+    request.set_id(id);
+    v1::Experiment experiment;
+    auto context = UnaryContext();
+    grpc::Status status = Stub().GetExperiment(context.get(), request, &experiment);
+    if (!status.ok()) return Fail(status);
+    PrintExperiment(experiment);
+    return kExitOk;
+  }
+
+  int List(const std::string& scenario, const std::string& state) {
+    v1::ListExperimentsRequest request;
+    request.set_scenario(scenario);
+    if (!state.empty()) {
+      v1::ExperimentState parsed;
+      std::string name = absl::AsciiStrToUpper(state);
+      if (!absl::StartsWith(name, "EXPERIMENT_STATE_")) name = "EXPERIMENT_STATE_" + name;
+      if (!v1::ExperimentState_Parse(name, &parsed) ||
+          parsed == v1::EXPERIMENT_STATE_UNSPECIFIED) {
+        return Usage(absl::StrCat("unknown --state \"", state,
+                                  "\": one of queued, running, succeeded, failed, cancelled"));
+      }
+      request.set_state(parsed);
+    }
+    v1::ListExperimentsResponse response;
+    auto context = UnaryContext();
+    grpc::Status status = Stub().ListExperiments(context.get(), request, &response);
+    if (!status.ok()) return Fail(status);
+    out_ << (Json() ? ToJson(response, /*pretty=*/true) + "\n" : FormatExperimentList(response));
+    return kExitOk;
+  }
+
+  int Watch(const std::string& id) {
+    grpc::ClientContext context;
+    v1::WatchExperimentRequest request;
+    request.set_id(id);
+    std::unique_ptr<grpc::ClientReader<v1::Experiment>> reader =
+        Stub().WatchExperiment(&context, request);
+    v1::Experiment experiment;
+    while (reader->Read(&experiment)) {
+      out_ << (Json() ? ToJson(experiment, /*pretty=*/false) + "\n"
+                      : FormatWatchLine(experiment, absl::Now()));
+      out_.flush();
+    }
+    grpc::Status status = reader->Finish();
+    if (!status.ok()) return Fail(status);
+    return kExitOk;
+  }
+
+  int Wait(const std::string& id, const std::string& until, const std::string& timeout_text) {
+    absl::Duration timeout = absl::InfiniteDuration();
+    if (!timeout_text.empty() &&
+        (!absl::ParseDuration(timeout_text, &timeout) || timeout <= absl::ZeroDuration())) {
+      return Usage(absl::StrCat("bad --timeout \"", timeout_text,
+                                "\": expected a positive duration like 90s, 30m, 1h30m"));
+    }
+    const bool until_done = until == "done";
+    auto reached = [&](const v1::Experiment& e) {
+      return until_done ? IsFinal(e.state())
+                        : e.progress().formal_requests_sent() > 0 || IsFinal(e.state());
+    };
+
+    grpc::ClientContext context;
+    if (timeout != absl::InfiniteDuration()) {
+      context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    }
+    v1::WatchExperimentRequest request;
+    request.set_id(id);
+    std::unique_ptr<grpc::ClientReader<v1::Experiment>> reader =
+        Stub().WatchExperiment(&context, request);
+    v1::Experiment last;
+    bool got_one = false;
+    bool done = false;
+    while (reader->Read(&last)) {
+      got_one = true;
+      if (reached(last)) {
+        done = true;
+        context.TryCancel();
+        break;
+      }
+    }
+    grpc::Status status = reader->Finish();
+    if (!done) {
+      if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+        std::string where =
+            got_one ? absl::StrCat(" (state ", StateName(last.state()), ", ",
+                                   last.progress().formal_requests_sent(), "/",
+                                   last.progress().formal_requests_planned(), " formal requests sent)")
+                    : "";
+        err_ << "error: DEADLINE_EXCEEDED: " << id << " did not reach \"" << until << "\" within "
+             << absl::FormatDuration(timeout) << where << "\n";
+        return kExitDeadlineExceeded;
+      }
+      if (!status.ok()) return Fail(status);
+      err_ << "error: UNKNOWN: the watch of " << id << " ended before it reached \"" << until
+           << "\"\n";
+      return kExitOther;
+    }
+    out_ << (Json() ? ToJson(last, /*pretty=*/true) + "\n"
+                    : absl::StrCat(id, " ", until, ": ", StateName(last.state()), ", ",
+                                   last.progress().formal_requests_sent(), "/",
+                                   last.progress().formal_requests_planned(),
+                                   " formal requests sent\n"));
+    bool succeeded = last.state() == v1::EXPERIMENT_STATE_SUCCEEDED;
+    bool sent = last.progress().formal_requests_sent() > 0;
+    if ((until_done && !succeeded) || (!until_done && !sent)) {
+      err_ << "error: NOT_REACHED: " << id << " ended " << StateName(last.state())
+           << (last.failure_class() != v1::FAILURE_CLASS_UNSPECIFIED
+                   ? absl::StrCat(" (", FailureClassName(last.failure_class()), ")")
+                   : "")
+           << (until_done ? "" : " without sending a formal request") << "\n";
+      return kExitNotReached;
+    }
+    return kExitOk;
+  }
+
+  int Resume(const std::string& id, const DeltaArgs& delta) {
+    v1::ResumeExperimentRequest request;
+    request.set_id(id);
+    for (const std::string& s : delta.set) request.add_set(s);
+    for (const std::string& u : delta.unset) request.add_unset(u);
+    request.set_base_dir(Cwd());
+    v1::Experiment experiment;
+    auto context = UnaryContext();
+    grpc::Status status = Stub().ResumeExperiment(context.get(), request, &experiment);
+    if (!status.ok()) return Fail(status);
+    if (!Json()) out_ << "resumed " << experiment.id() << "\n";
+    PrintExperiment(experiment);
+    return kExitOk;
+  }
+
+  int Cancel(const std::string& id) {
+    v1::CancelExperimentRequest request;
+    request.set_id(id);
+    v1::Experiment experiment;
+    auto context = UnaryContext();
+    grpc::Status status = Stub().CancelExperiment(context.get(), request, &experiment);
+    if (!status.ok()) return Fail(status);
+    if (!Json()) out_ << "cancelled " << experiment.id() << "\n";
+    PrintExperiment(experiment);
+    return kExitOk;
+  }
+
+  int Summary() {
+    v1::Summary summary;
+    auto context = UnaryContext();
+    grpc::Status status = Stub().GetSummary(context.get(), v1::GetSummaryRequest(), &summary);
+    if (!status.ok()) return Fail(status);
+    out_ << (Json() ? ToJson(summary, /*pretty=*/true) + "\n" : FormatSummary(summary));
+    return kExitOk;
+  }
+
+  int Usage(const std::string& message) {
+    err_ << "error: usage: " << message << "\n";
+    return kExitUsage;
+  }
+
+ private:
+  bool Json() const { return output == "json"; }
+
+  v1::ServeLab::Stub& Stub() {
+    if (stub_ == nullptr) {
+      stub_ = v1::ServeLab::NewStub(
+          grpc::CreateChannel(GrpcTarget(address), grpc::InsecureChannelCredentials()));
+    }
+    return *stub_;
+  }
+
+  static std::unique_ptr<grpc::ClientContext> UnaryContext() {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(absl::ToChronoTime(absl::Now() + kUnaryDeadline));
+    return context;
+  }
+
+  static std::string Cwd() {
+    std::error_code error;
+    fs::path cwd = fs::current_path(error);
+    return error ? "" : cwd.string();
+  }
+
+  // "-" reads stdin (relative paths then resolve against the cwd).
+  int ReadSpec(const std::string& file, v1::SubmitExperimentRequest* request) {
+    std::stringstream text;
+    if (file == "-") {
+      text << std::cin.rdbuf();
+      request->set_base_dir(Cwd());
+      request->set_spec_name("<stdin>");
+    } else {
+      std::error_code error;
+      if (fs::is_directory(file, error)) {
+        return Usage(absl::StrCat("cannot read spec file ", file, ": is a directory"));
+      }
+      std::ifstream in(file, std::ios::binary);
+      if (!in) {
+        return Usage(absl::StrCat("cannot read spec file ", file, ": ", std::strerror(errno)));
+      }
+      text << in.rdbuf();
+      if (in.bad()) return Usage(absl::StrCat("cannot read spec file ", file));
+      fs::path absolute = fs::absolute(file, error).lexically_normal();
+      request->set_base_dir(absolute.parent_path().string());
+      request->set_spec_name(file);
+    }
+    request->set_spec_text(text.str());
+    return kExitOk;
+  }
+
+  void PrintExperiment(const v1::Experiment& experiment) {
+    out_ << (Json() ? ToJson(experiment, /*pretty=*/true) + "\n"
+                    : FormatExperiment(experiment, absl::Now()));
+  }
+
+  int Fail(const grpc::Status& status) {
+    std::string message = status.error_message();
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+        !absl::StartsWith(message, "servelabd")) {
+      message = absl::StrCat("cannot reach servelabd at ", address,
+                             " (is it running? start it with `servelabd --state-dir DIR`; "
+                             "see --help for how the address is chosen): ",
+                             message);
+    }
+    err_ << "error: " << StatusCodeName(status.error_code()) << ": " << message << "\n";
+    return ExitCodeFor(status.error_code());
+  }
+
+  std::ostream& out_;
+  std::ostream& err_;
+  std::unique_ptr<v1::ServeLab::Stub> stub_;
+};
+
+void AddDeltaOptions(CLI::App* command, DeltaArgs* delta) {
+  command
+      ->add_option("--set", delta->set,
+                   "PATH=VALUE, repeatable, applied in order (workload.concurrency=96, "
+                   "limits.formal_deadline=30m, labels.owner=me, "
+                   "deployment.decode.extra_args+=--x)")
+      ->allow_extra_args(false);
+  command->add_option("--unset", delta->unset, "PATH to reset to its default, repeatable")
+      ->allow_extra_args(false);
+}
+
+void AddSubmitOptions(CLI::App* command, SubmitArgs* args) {
+  command->add_option("-f,--file", args->file,
+                      "Spec file, YAML or JSON with the proto field names (- for stdin); "
+                      "relative paths in it resolve against its directory");
+  command->add_option("--base", args->base,
+                      "Experiment id whose frozen spec the delta applies to "
+                      "(relative paths resolve against the current directory)");
+  AddDeltaOptions(command, &args->delta);
+}
+
+}  // namespace
+
+std::string DefaultAddress() {
+  if (const char* addr = std::getenv("SERVELAB_ADDR"); addr != nullptr && *addr != '\0') {
+    return addr;
+  }
+  if (const char* dir = std::getenv("SERVELAB_STATE_DIR"); dir != nullptr && *dir != '\0') {
+    return absl::StrCat("unix:", dir, "/servelab.sock");
+  }
+  return "unix:./.state/servelab.sock";
+}
+
+std::string GrpcTarget(const std::string& address) {
+  if (absl::StartsWith(address, "tcp:")) return address.substr(4);
+  return address;
+}
+
+int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  Cli cli(out, err);
+  CLI::App app{
+      "servelab: the CLI of servelabd, which runs LLM-serving performance experiments.\n"
+      "Submit a spec (or a delta on an earlier experiment), then follow it with status,\n"
+      "watch or wait. The daemon validates specs and names the field at fault."};
+  app.footer(absl::StrCat("\n", kAddressHelp, "\n", kExitCodeTable,
+                          "\nErrors go to stderr as `error: <GRPC_CODE>: <message>`."));
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.add_option("--addr", cli.address, "Daemon address (see below)");
+  app.add_option("-o,--output", cli.output, "Output format: text (default) or json")
+      ->check(CLI::IsMember({"text", "json"}));
+
+  std::function<int()> run;
+
+  SubmitArgs submit_args;
+  CLI::App* submit = app.add_subcommand(
+      "submit", "Freeze a spec (-f FILE) or a delta on an experiment (--base ID --set ...) and "
+                "queue it");
+  AddSubmitOptions(submit, &submit_args);
+  submit->callback([&] { run = [&] { return cli.Submit(submit_args, /*validate_only=*/false); }; });
+
+  SubmitArgs plan_args;
+  CLI::App* plan = app.add_subcommand(
+      "plan", "Like submit, but only freeze and plan: show the frozen spec, changes and plan; "
+              "store nothing");
+  AddSubmitOptions(plan, &plan_args);
+  plan->callback([&] { run = [&] { return cli.Submit(plan_args, /*validate_only=*/true); }; });
+
+  std::string id;
+  CLI::App* status = app.add_subcommand(
+      "status", "State, current stage, formal requests sent/planned, blocker, changes, plan");
+  status->add_option("id", id, "Experiment id")->required();
+  status->callback([&] { run = [&] { return cli.Status(id); }; });
+
+  std::string scenario, state;
+  CLI::App* list = app.add_subcommand("list", "One line per experiment, oldest first");
+  list->add_option("--scenario", scenario, "Only this scenario");
+  list->add_option("--state", state, "Only this state: queued, running, succeeded, failed, "
+                                     "cancelled");
+  list->callback([&] { run = [&] { return cli.List(scenario, state); }; });
+
+  CLI::App* watch = app.add_subcommand(
+      "watch", "Print every change of state, stage or progress until the experiment is final "
+               "(-o json: one JSON object per line)");
+  watch->add_option("id", id, "Experiment id")->required();
+  watch->callback([&] { run = [&] { return cli.Watch(id); }; });
+
+  std::string until, timeout;
+  CLI::App* wait = app.add_subcommand(
+      "wait", "Block until the experiment's formal load was sent (sent: a formal request went "
+              "out, or it is final) or it is final (done); no polling. Exit 0 when reached, 7 on "
+              "--timeout, 8 when it ended without reaching it (done: not SUCCEEDED)");
+  wait->add_option("id", id, "Experiment id")->required();
+  wait->add_option("--until", until, "sent or done")
+      ->required()
+      ->check(CLI::IsMember({"sent", "done"}));
+  wait->add_option("--timeout", timeout, "Give up after this long, e.g. 90s, 30m (default: never)");
+  wait->callback([&] { run = [&] { return cli.Wait(id, until, timeout); }; });
+
+  DeltaArgs resume_delta;
+  CLI::App* resume = app.add_subcommand(
+      "resume", "Resume a failed experiment as its failure class says; a delta may change only "
+                "fields of scope NOTHING or ANALYSIS (e.g. limits.formal_deadline)");
+  resume->add_option("id", id, "Experiment id")->required();
+  AddDeltaOptions(resume, &resume_delta);
+  resume->callback([&] { run = [&] { return cli.Resume(id, resume_delta); }; });
+
+  CLI::App* cancel = app.add_subcommand("cancel", "Cancel a queued or running experiment");
+  cancel->add_option("id", id, "Experiment id")->required();
+  cancel->callback([&] { run = [&] { return cli.Cancel(id); }; });
+
+  CLI::App* summary = app.add_subcommand(
+      "summary", "The handoff: daemon state, lane, queue, hot deployment, best per scenario, "
+                 "recent failures, next step");
+  summary->callback([&] { run = [&] { return cli.Summary(); }; });
+
+  for (CLI::App* command : app.get_subcommands({})) {
+    command->footer(absl::StrCat("\n", kExitCodeTable));
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e, out, err);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  if (cli.address.empty()) cli.address = DefaultAddress();
+  return run ? run() : kExitUsage;
+}
+
+}  // namespace servelab::client

@@ -1,0 +1,290 @@
+#include "client/output.h"
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/time_util.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+
+namespace servelab::client {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+absl::Time ToTime(const google::protobuf::Timestamp& ts) {
+  return absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
+}
+
+bool IsSet(const google::protobuf::Timestamp& ts) { return ts.seconds() != 0 || ts.nanos() != 0; }
+
+std::string FormatTimestamp(const google::protobuf::Timestamp& ts) {
+  if (!IsSet(ts)) return "-";
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", ToTime(ts), absl::UTCTimeZone());
+}
+
+// Whole seconds: sub-second precision is noise in a status line.
+std::string FormatAge(absl::Duration d) {
+  if (d < absl::ZeroDuration()) d = absl::ZeroDuration();
+  return absl::FormatDuration(absl::Trunc(d, absl::Seconds(1)));
+}
+
+std::string StripPrefix(const std::string& name, absl::string_view prefix) {
+  absl::string_view view = name;
+  absl::ConsumePrefix(&view, prefix);
+  return std::string(view);
+}
+
+// The running stage, "stage (for 1m3s)"; otherwise what the state implies.
+std::string CurrentStage(const v1::Experiment& e, absl::Time now) {
+  for (const v1::Stage& stage : e.stages()) {
+    if (stage.status() == v1::STAGE_STATUS_RUNNING) {
+      std::string label = StageLabel(stage.name());
+      if (stage.attempt() > 1) absl::StrAppend(&label, " attempt ", stage.attempt());
+      if (IsSet(stage.started_at())) {
+        absl::StrAppend(&label, " (for ", FormatAge(now - ToTime(stage.started_at())), ")");
+      }
+      return label;
+    }
+  }
+  if (e.state() == v1::EXPERIMENT_STATE_QUEUED) {
+    std::string label = "none yet (queued";
+    if (IsSet(e.submitted_at())) {
+      absl::StrAppend(&label, " for ", FormatAge(now - ToTime(e.submitted_at())));
+    }
+    return label + ")";
+  }
+  // The last stage that ran tells where a finished or paused experiment stopped.
+  for (auto it = e.stages().rbegin(); it != e.stages().rend(); ++it) {
+    if (IsSet(it->ended_at())) {
+      return absl::StrCat("none (last: ", StageLabel(it->name()), " ",
+                          StageStatusName(it->status()), ")");
+    }
+  }
+  return "none";
+}
+
+std::string FormatProgress(const v1::Progress& p) {
+  return absl::StrCat(p.formal_requests_sent(), " sent / ", p.formal_requests_planned(),
+                      " planned (", p.formal_requests_completed(), " completed, ",
+                      p.formal_requests_failed(), " failed)");
+}
+
+std::string FormatValue(const std::string& json) { return json.empty() ? "(unset)" : json; }
+
+void AppendRow(std::string* out, absl::string_view label, absl::string_view value) {
+  absl::StrAppend(out, absl::StrFormat("%-17s %s\n", absl::StrCat(label, ":"), value));
+}
+
+}  // namespace
+
+std::string ToJson(const google::protobuf::Message& message, bool pretty) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  options.add_whitespace = pretty;
+  std::string json;
+  // Printing a well-formed message cannot fail.
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  if (!pretty) json.erase(std::remove(json.begin(), json.end(), '\n'), json.end());
+  return json;
+}
+
+std::string StateName(v1::ExperimentState state) {
+  return StripPrefix(v1::ExperimentState_Name(state), "EXPERIMENT_STATE_");
+}
+
+std::string StageLabel(v1::StageName stage) {
+  return absl::AsciiStrToLower(StripPrefix(v1::StageName_Name(stage), "STAGE_"));
+}
+
+std::string ActionName(v1::StageAction action) {
+  return StripPrefix(v1::StageAction_Name(action), "STAGE_ACTION_");
+}
+
+std::string StageStatusName(v1::StageStatus status) {
+  return StripPrefix(v1::StageStatus_Name(status), "STAGE_STATUS_");
+}
+
+std::string FailureClassName(v1::FailureClass failure_class) {
+  return v1::FailureClass_Name(failure_class);
+}
+
+std::string FormatExperiment(const v1::Experiment& e, absl::Time now) {
+  std::string out;
+  std::string title = e.id().empty() ? "(not stored: plan only)" : e.id();
+  absl::StrAppend(&out, title, "  ", StateName(e.state()), "  scenario ",
+                  e.spec().scenario().empty() ? "-" : e.spec().scenario(), "\n");
+  AppendRow(&out, "state", StateName(e.state()));
+  AppendRow(&out, "stage", CurrentStage(e, now));
+  AppendRow(&out, "formal requests", FormatProgress(e.progress()));
+  if (IsSet(e.progress().first_formal_request_at())) {
+    std::string first = FormatTimestamp(e.progress().first_formal_request_at());
+    if (e.progress().has_first_formal_request_delay()) {
+      absl::StrAppend(&first, " (",
+                      FormatAge(absl::Seconds(e.progress().first_formal_request_delay().seconds())),
+                      " after submit)");
+    }
+    AppendRow(&out, "first request", first);
+  } else {
+    AppendRow(&out, "first request", "not sent yet");
+  }
+  AppendRow(&out, "blocker", e.blocker().empty() ? "none" : e.blocker());
+  AppendRow(&out, "adds launch", e.plan().adds_launch() ? "yes" : "no");
+  AppendRow(&out, "adds warmup", e.plan().adds_warmup() ? "yes" : "no");
+  AppendRow(&out, "parent", e.parent_id().empty() ? "none" : e.parent_id());
+  if (e.changes().empty()) {
+    AppendRow(&out, "changes", e.parent_id().empty() ? "-" : "none");
+  } else {
+    AppendRow(&out, "changes", absl::StrCat(e.changes_size()));
+    for (const v1::FieldChange& change : e.changes()) {
+      absl::StrAppend(&out, "  ", change.path(), ": ", FormatValue(change.old_value()), " → ",
+                      FormatValue(change.new_value()));
+      if (change.scope() != v1::SCOPE_UNSPECIFIED) {
+        absl::StrAppend(&out, "  [", StripPrefix(v1::Scope_Name(change.scope()), "SCOPE_"), "]");
+      }
+      absl::StrAppend(&out, "\n");
+    }
+  }
+  if (e.state() == v1::EXPERIMENT_STATE_FAILED ||
+      e.failure_class() != v1::FAILURE_CLASS_UNSPECIFIED) {
+    AppendRow(&out, "failure class", FailureClassName(e.failure_class()));
+  }
+  if (!e.resume_action().empty()) AppendRow(&out, "resume", e.resume_action());
+
+  std::string plan_header = "plan";
+  if (!e.plan().planned_against().empty()) {
+    absl::StrAppend(&plan_header, " (against hot ", e.plan().planned_against(), ")");
+  }
+  if (e.plan().has_predicted_preparation() &&
+      e.plan().predicted_preparation().seconds() > 0) {
+    absl::StrAppend(&plan_header, ", predicted preparation ",
+                    FormatAge(absl::Seconds(e.plan().predicted_preparation().seconds())));
+  }
+  absl::StrAppend(&out, plan_header, ":\n");
+  std::map<int, const v1::Stage*> stage_rows;
+  for (const v1::Stage& stage : e.stages()) stage_rows[stage.name()] = &stage;
+  if (e.plan().stages().empty()) absl::StrAppend(&out, "  (empty)\n");
+  for (const v1::PlannedStage& planned : e.plan().stages()) {
+    std::string status;
+    auto row = stage_rows.find(planned.stage());
+    if (row != stage_rows.end() && row->second->status() != v1::STAGE_STATUS_UNSPECIFIED) {
+      status = StageStatusName(row->second->status());
+      if (IsSet(row->second->started_at()) && IsSet(row->second->ended_at())) {
+        absl::StrAppend(&status, " ",
+                        FormatAge(ToTime(row->second->ended_at()) -
+                                  ToTime(row->second->started_at())));
+      }
+    }
+    absl::StrAppend(&out, absl::StrFormat("  %-14s %-6s %-14s %s\n", StageLabel(planned.stage()),
+                                          ActionName(planned.action()), status, planned.reason()));
+    if (row != stage_rows.end() && !row->second->error().empty()) {
+      absl::StrAppend(&out, "    error: ", row->second->error(), "\n");
+    }
+  }
+  if (e.has_result() && e.result().has_whole()) {
+    absl::StrAppend(&out, "result:\n");
+    auto window = [&](absl::string_view name, const v1::WindowResult& w) {
+      absl::StrAppend(&out, absl::StrFormat("  %-6s %.4f output tok/s per card, %.4f req/s, %.1fs\n",
+                                            name, w.output_tokens_per_second_per_card(),
+                                            w.request_throughput(), w.duration_seconds()));
+    };
+    window("whole", e.result().whole());
+    if (e.result().has_steady()) window("steady", e.result().steady());
+    if (e.result().has_decision() && !e.result().decision().verdict().empty()) {
+      const v1::Decision& d = e.result().decision();
+      absl::StrAppend(&out, absl::StrFormat("  decision: %s (%+.2f%% vs %s)\n", d.verdict(),
+                                            d.delta_fraction() * 100, d.baseline_experiment_id()));
+    }
+  }
+  if (!e.spec_sha256().empty()) AppendRow(&out, "spec sha256", e.spec_sha256());
+  AppendRow(&out, "submitted", FormatTimestamp(e.submitted_at()));
+  return out;
+}
+
+std::string FormatExperimentList(const v1::ListExperimentsResponse& list) {
+  std::string out = absl::StrFormat("%-10s %-10s %-20s %-10s %s\n", "ID", "STATE", "SCENARIO",
+                                    "PARENT", "SUBMITTED");
+  for (const v1::Experiment& e : list.experiments()) {
+    absl::StrAppend(&out, absl::StrFormat("%-10s %-10s %-20s %-10s %s\n", e.id(),
+                                          StateName(e.state()),
+                                          e.spec().scenario().empty() ? "-" : e.spec().scenario(),
+                                          e.parent_id().empty() ? "-" : e.parent_id(),
+                                          FormatTimestamp(e.submitted_at())));
+  }
+  return out;
+}
+
+std::string FormatWatchLine(const v1::Experiment& e, absl::Time now) {
+  std::string line = absl::StrCat(
+      absl::FormatTime("%H:%M:%S", now, absl::LocalTimeZone()), " ", e.id(), " ",
+      StateName(e.state()), " stage=", CurrentStage(e, now), " sent=",
+      e.progress().formal_requests_sent(), "/", e.progress().formal_requests_planned(),
+      " completed=", e.progress().formal_requests_completed(),
+      " failed=", e.progress().formal_requests_failed(),
+      " blocker=", e.blocker().empty() ? "none" : e.blocker());
+  if (e.failure_class() != v1::FAILURE_CLASS_UNSPECIFIED) {
+    absl::StrAppend(&line, " failure=", FailureClassName(e.failure_class()));
+  }
+  return line + "\n";
+}
+
+std::string FormatSummary(const v1::Summary& s) {
+  std::string out;
+  AppendRow(&out, "daemon", absl::StrCat(s.serving() ? "serving" : "NOT serving (recovering)",
+                                         s.paused() ? ", paused" : ""));
+  AppendRow(&out, "lane", s.lane_owner().empty()
+                              ? "idle"
+                              : absl::StrCat(s.lane_owner(), " at ", StageLabel(s.lane_stage())));
+  AppendRow(&out, "queue",
+            s.queue().empty() ? "empty"
+                              : absl::StrCat(absl::StrJoin(s.queue(), ", "), " (",
+                                             s.queue_size(), ")"));
+  if (s.hot_deployment().experiment_id().empty()) {
+    AppendRow(&out, "hot deployment", "none");
+  } else {
+    const v1::HotDeployment& hot = s.hot_deployment();
+    std::string text = absl::StrCat("spec of ", hot.experiment_id());
+    if (IsSet(hot.warm_since())) absl::StrAppend(&text, ", warm since ", FormatTimestamp(hot.warm_since()));
+    if (!hot.cache_state().empty()) absl::StrAppend(&text, ", cache ", hot.cache_state());
+    AppendRow(&out, "hot deployment", text);
+  }
+  if (s.best().empty()) {
+    AppendRow(&out, "best", "none yet");
+  } else {
+    absl::StrAppend(&out, "best:\n");
+    for (const v1::ScenarioBest& best : s.best()) {
+      absl::StrAppend(&out, absl::StrFormat("  %-20s %-10s %s = %.4f\n", best.scenario(),
+                                            best.experiment_id(), best.metric(), best.value()));
+    }
+  }
+  if (s.recent_failures().empty()) {
+    AppendRow(&out, "recent failures", "none");
+  } else {
+    absl::StrAppend(&out, "recent failures:\n");
+    for (const v1::FailureCount& f : s.recent_failures()) {
+      absl::StrAppend(&out, absl::StrFormat("  %-18s x%d (latest %s)\n",
+                                            FailureClassName(f.failure_class()), f.count(),
+                                            f.latest_experiment_id()));
+    }
+  }
+  std::vector<std::string> counts;
+  // Map order is by name; the state order reads better.
+  for (int state = v1::EXPERIMENT_STATE_QUEUED; state <= v1::EXPERIMENT_STATE_CANCELLED; ++state) {
+    std::string name = v1::ExperimentState_Name(static_cast<v1::ExperimentState>(state));
+    auto it = s.experiments_by_state().find(name);
+    int64_t count = it == s.experiments_by_state().end() ? 0 : it->second;
+    counts.push_back(absl::StrCat(StripPrefix(name, "EXPERIMENT_STATE_"), " ", count));
+  }
+  AppendRow(&out, "experiments", absl::StrJoin(counts, ", "));
+  AppendRow(&out, "next step", s.next_step().empty() ? "-" : s.next_step());
+  return out;
+}
+
+}  // namespace servelab::client

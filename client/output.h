@@ -1,0 +1,46 @@
+// Printing of API messages for people (text) and programs (JSON).
+//
+// JSON is protobuf's JSON mapping with the proto field names (snake_case),
+// enum names, and every primitive field present even when zero or empty, so
+// that a script can rely on e.g. `parent_id` and `changes` being there.
+//
+// Text puts the facts first (DESIGN §9): state, current stage and for how
+// long, formal requests sent/planned, blocker, changes against the parent;
+// then the plan; then the failure class and what resume would do.
+//
+// Pure functions of their arguments (`now` is passed in); thread-compatible.
+#ifndef SERVELAB_CLIENT_OUTPUT_H_
+#define SERVELAB_CLIENT_OUTPUT_H_
+
+#include <string>
+
+#include <google/protobuf/message.h>
+
+#include "absl/time/time.h"
+#include "servelab/v1/experiment.pb.h"
+#include "servelab/v1/service.pb.h"
+
+namespace servelab::client {
+
+// Pretty (multi-line) or compact (one line, for streams of updates).
+std::string ToJson(const google::protobuf::Message& message, bool pretty);
+
+// Enum names without their prefix: "QUEUED", "formal_load", "RUN", "SUCCEEDED".
+std::string StateName(v1::ExperimentState state);
+std::string StageLabel(v1::StageName stage);
+std::string ActionName(v1::StageAction action);
+std::string StageStatusName(v1::StageStatus status);
+std::string FailureClassName(v1::FailureClass failure_class);
+
+// `servelab status`: the whole experiment, facts first.
+std::string FormatExperiment(const v1::Experiment& experiment, absl::Time now);
+// `servelab list`: a header and one line per experiment.
+std::string FormatExperimentList(const v1::ListExperimentsResponse& list);
+// `servelab watch`: one line per update.
+std::string FormatWatchLine(const v1::Experiment& experiment, absl::Time now);
+// `servelab summary`.
+std::string FormatSummary(const v1::Summary& summary);
+
+}  // namespace servelab::client
+
+#endif  // SERVELAB_CLIENT_OUTPUT_H_

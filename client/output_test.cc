@@ -1,0 +1,104 @@
+#include "client/output.h"
+
+#include <gmock/gmock.h>
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+
+#include "client/exit_codes.h"
+
+namespace servelab::client {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+v1::Experiment DeltaExperiment() {
+  v1::Experiment e;
+  e.set_id("exp-2");
+  e.set_parent_id("exp-1");
+  e.mutable_spec()->set_scenario("16k-nocache");
+  e.set_state(v1::EXPERIMENT_STATE_QUEUED);
+  e.mutable_progress()->set_formal_requests_planned(640);
+  v1::FieldChange* change = e.add_changes();
+  change->set_path("workload.concurrency");
+  change->set_old_value("64");
+  change->set_new_value("96");
+  change->set_scope(v1::SCOPE_LOAD);
+  v1::PlannedStage* stage = e.mutable_plan()->add_stages();
+  stage->set_stage(v1::STAGE_FORMAL_LOAD);
+  stage->set_action(v1::STAGE_ACTION_RUN);
+  stage->set_reason("load changed");
+  e.mutable_submitted_at()->set_seconds(1000);
+  return e;
+}
+
+TEST(FormatExperimentTest, PutsFactsFirst) {
+  std::string text = FormatExperiment(DeltaExperiment(), absl::FromUnixSeconds(1012));
+  EXPECT_THAT(text, HasSubstr("state:            QUEUED"));
+  EXPECT_THAT(text, HasSubstr("none yet (queued for 12s)"));
+  EXPECT_THAT(text, HasSubstr("0 sent / 640 planned"));
+  EXPECT_THAT(text, HasSubstr("blocker:          none"));
+  EXPECT_THAT(text, HasSubstr("workload.concurrency: 64 → 96  [LOAD]"));
+  EXPECT_THAT(text, HasSubstr("formal_load"));
+  EXPECT_THAT(text, HasSubstr("load changed"));
+  EXPECT_LT(text.find("state:"), text.find("plan"));
+  EXPECT_LT(text.find("blocker:"), text.find("changes:"));
+}
+
+TEST(FormatExperimentTest, RunningStageShowsHowLong) {
+  v1::Experiment e = DeltaExperiment();
+  e.set_state(v1::EXPERIMENT_STATE_RUNNING);
+  v1::Stage* stage = e.add_stages();
+  stage->set_name(v1::STAGE_WARMUP);
+  stage->set_status(v1::STAGE_STATUS_RUNNING);
+  stage->mutable_started_at()->set_seconds(1000);
+  EXPECT_THAT(FormatExperiment(e, absl::FromUnixSeconds(1065)), HasSubstr("warmup (for 1m5s)"));
+}
+
+TEST(FormatExperimentTest, FailedShowsClassAndResume) {
+  v1::Experiment e = DeltaExperiment();
+  e.set_state(v1::EXPERIMENT_STATE_FAILED);
+  e.set_failure_class(v1::WARM_RESUMABLE);
+  e.set_resume_action("continue at formal_load; no relaunch");
+  std::string text = FormatExperiment(e, absl::FromUnixSeconds(1000));
+  EXPECT_THAT(text, HasSubstr("WARM_RESUMABLE"));
+  EXPECT_THAT(text, HasSubstr("continue at formal_load"));
+}
+
+TEST(ToJsonTest, SnakeCaseEnumNamesAndEmptyFields) {
+  v1::Experiment e;
+  e.set_id("exp-1");
+  e.set_state(v1::EXPERIMENT_STATE_QUEUED);
+  std::string json = ToJson(e, /*pretty=*/false);
+  EXPECT_THAT(json, HasSubstr("\"parent_id\":\"\""));
+  EXPECT_THAT(json, HasSubstr("\"changes\":[]"));
+  EXPECT_THAT(json, HasSubstr("\"EXPERIMENT_STATE_QUEUED\""));
+  EXPECT_THAT(json, Not(HasSubstr("\n")));
+  v1::Experiment parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json, &parsed).ok());
+  EXPECT_EQ(parsed.id(), "exp-1");
+}
+
+TEST(FormatExperimentListTest, OneLinePerExperiment) {
+  v1::ListExperimentsResponse list;
+  *list.add_experiments() = DeltaExperiment();
+  std::string text = FormatExperimentList(list);
+  EXPECT_THAT(text, HasSubstr("exp-2"));
+  EXPECT_THAT(text, HasSubstr("exp-1"));
+  EXPECT_THAT(text, HasSubstr("1970-01-01T00:16:40Z"));
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2);
+}
+
+TEST(ExitCodesTest, DistinctPerCode) {
+  EXPECT_EQ(ExitCodeFor(grpc::StatusCode::OK), 0);
+  EXPECT_EQ(ExitCodeFor(grpc::StatusCode::INVALID_ARGUMENT), 3);
+  EXPECT_EQ(ExitCodeFor(grpc::StatusCode::NOT_FOUND), 4);
+  EXPECT_EQ(ExitCodeFor(grpc::StatusCode::FAILED_PRECONDITION), 5);
+  EXPECT_EQ(ExitCodeFor(grpc::StatusCode::UNAVAILABLE), 6);
+  EXPECT_EQ(ExitCodeFor(grpc::StatusCode::DEADLINE_EXCEEDED), 7);
+  EXPECT_EQ(ExitCodeFor(grpc::StatusCode::INTERNAL), 1);
+  EXPECT_STREQ(StatusCodeName(grpc::StatusCode::INVALID_ARGUMENT), "INVALID_ARGUMENT");
+}
+
+}  // namespace
+}  // namespace servelab::client
