@@ -43,7 +43,7 @@ class ControlPlane {
   absl::StatusOr<v1::Experiment> Resume(const v1::ResumeExperimentRequest& request);
   absl::StatusOr<v1::Experiment> Cancel(std::string_view id);
   absl::StatusOr<v1::Summary> Summary();
-  // Experiments per state name (EXPERIMENT_STATE_QUEUED, ...), every state listed.
+  // Experiments per state ("queued", "running", ...), every state listed.
   absl::StatusOr<std::map<std::string, int64_t>> CountByState();
 
   // Calls `listener` with every committed change of experiment `id`.
@@ -56,10 +56,17 @@ class ControlPlane {
   absl::Status Commit(const v1::Experiment& experiment, const std::string& kind,
                       const std::string& detail);
 
+  // Stores a new experiment (id assigned) with a "submitted" event.
+  absl::StatusOr<v1::Experiment> Create(v1::Experiment experiment);
+  void Notify(const v1::Experiment& experiment);
+
   Store& store_;
   Clock& clock_;
 
-  absl::Mutex mu_;
+  // Serializes read-modify-write of experiments (cancel vs resume races).
+  absl::Mutex write_mu_;
+
+  absl::Mutex mu_ ABSL_ACQUIRED_AFTER(write_mu_);
   int next_subscription_ ABSL_GUARDED_BY(mu_) = 1;
   struct Subscription {
     std::string experiment_id;
@@ -70,6 +77,9 @@ class ControlPlane {
 
 // True for SUCCEEDED, FAILED and CANCELLED: a watch ends there.
 bool IsFinal(v1::ExperimentState state);
+
+// "queued" for EXPERIMENT_STATE_QUEUED.
+std::string StateLabel(v1::ExperimentState state);
 
 }  // namespace servelab::core
 

@@ -1,0 +1,377 @@
+#include "daemon/core/control_plane.h"
+
+#include <optional>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "daemon/core/planner.h"
+#include "daemon/core/spec/freeze.h"
+#include "daemon/core/spec/scope.h"
+#include "daemon/core/spec/spec_delta.h"
+#include "daemon/core/spec/spec_text.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace servelab::core {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+google::protobuf::Timestamp ToProto(absl::Time t) {
+  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+}
+
+absl::Time FromProto(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(t));
+}
+
+// Applies --unset then --set, each error prefixed with the flag at fault.
+absl::Status ApplyDelta(v1::ExperimentSpec& spec,
+                        const google::protobuf::RepeatedPtrField<std::string>& unset,
+                        const google::protobuf::RepeatedPtrField<std::string>& set) {
+  for (const std::string& path : unset) {
+    absl::Status status = spec::ApplyUnset(spec, path);
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat("--unset ", path, ": ", status.message()));
+    }
+  }
+  for (const std::string& assignment : set) {
+    absl::Status status = spec::ApplySet(spec, assignment);
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat("--set ", assignment, ": ", status.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool OnlyAnalysisOrNothing(const std::vector<v1::FieldChange>& changes) {
+  for (const v1::FieldChange& change : changes) {
+    if (change.scope() != v1::SCOPE_ANALYSIS && change.scope() != v1::SCOPE_NOTHING) return false;
+  }
+  return true;
+}
+
+std::string ChangeList(const std::vector<v1::FieldChange>& changes) {
+  std::vector<std::string> parts;
+  for (const v1::FieldChange& c : changes) {
+    parts.push_back(absl::StrCat(c.path(), ": ", c.old_value().empty() ? "(unset)" : c.old_value(),
+                                 " -> ", c.new_value().empty() ? "(unset)" : c.new_value()));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+// No stage runner exists in this daemon yet: say so instead of pretending the
+// experiment is about to run.
+constexpr char kQueuedBlocker[] = "queued: this daemon has no stage runner yet";
+
+}  // namespace
+
+bool IsFinal(v1::ExperimentState state) {
+  return state == v1::EXPERIMENT_STATE_SUCCEEDED || state == v1::EXPERIMENT_STATE_FAILED ||
+         state == v1::EXPERIMENT_STATE_CANCELLED;
+}
+
+std::string StateLabel(v1::ExperimentState state) {
+  std::string name = v1::ExperimentState_Name(state);
+  return absl::AsciiStrToLower(name.substr(std::string("EXPERIMENT_STATE_").size()));
+}
+
+ControlPlane::ControlPlane(Store& store, Clock& clock) : store_(store), clock_(clock) {}
+
+absl::StatusOr<v1::Experiment> ControlPlane::Submit(const v1::SubmitExperimentRequest& request) {
+  const absl::Time received = clock_.Now();
+  v1::ExperimentSpec spec;
+  std::optional<v1::Experiment> parent;
+  switch (request.source_case()) {
+    case v1::SubmitExperimentRequest::kSpecText: {
+      SERVELAB_ASSIGN_OR_RETURN(spec, spec::ParseSpecText(request.spec_text(), request.spec_name()));
+      break;
+    }
+    case v1::SubmitExperimentRequest::kSpec:
+      spec = request.spec();
+      break;
+    case v1::SubmitExperimentRequest::kBaseId: {
+      absl::StatusOr<v1::Experiment> base = store_.GetExperiment(request.base_id());
+      if (absl::IsNotFound(base.status())) {
+        return absl::NotFoundError(
+            absl::StrCat("base_id: experiment \"", request.base_id(), "\" not found"));
+      }
+      SERVELAB_RETURN_IF_ERROR(base.status());
+      parent = *std::move(base);
+      spec = parent->spec();
+      spec::ClearFileHashes(spec);
+      break;
+    }
+    case v1::SubmitExperimentRequest::SOURCE_NOT_SET:
+      return absl::InvalidArgumentError("source: one of spec_text, spec or base_id is required");
+  }
+  SERVELAB_RETURN_IF_ERROR(ApplyDelta(spec, request.unset(), request.set()));
+  SERVELAB_ASSIGN_OR_RETURN(spec::FrozenSpec frozen, spec::Freeze(spec, request.base_dir()));
+
+  v1::Experiment experiment;
+  std::vector<v1::FieldChange> changes;
+  if (parent.has_value()) {
+    experiment.set_parent_id(parent->id());
+    changes = spec::DiffSpecs(parent->spec(), frozen.spec);
+    for (const v1::FieldChange& change : changes) *experiment.add_changes() = change;
+  }
+
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> all, store_.ListExperiments({}));
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, store_.ListInstances());
+  std::optional<HotState> hot;
+  for (const v1::ServingInstance& instance : instances) {
+    if (!hot.has_value()) hot.emplace().warm = true;
+    hot->experiment_id = instance.experiment_id();
+    hot->warm = hot->warm && instance.has_warm_since();
+    switch (instance.side()) {
+      case v1::SIDE_PREFILL: hot->fingerprints.set_prefill(instance.fingerprint()); break;
+      case v1::SIDE_DECODE: hot->fingerprints.set_decode(instance.fingerprint()); break;
+      case v1::SIDE_ROUTER: hot->fingerprints.set_router(instance.fingerprint()); break;
+      default: break;
+    }
+  }
+  // Mean duration of each stage over the runs recorded so far.
+  std::map<v1::StageName, std::pair<absl::Duration, int>> totals;
+  for (const v1::Experiment& past : all) {
+    if (hot.has_value() && past.id() == hot->experiment_id) {
+      hot->fingerprints.set_warmup(past.plan().fingerprints().warmup());
+    }
+    for (const v1::Stage& stage : past.stages()) {
+      if (stage.action() != v1::STAGE_ACTION_RUN || stage.status() != v1::STAGE_STATUS_SUCCEEDED ||
+          !stage.has_started_at() || !stage.has_ended_at()) {
+        continue;
+      }
+      auto& [sum, count] = totals[stage.name()];
+      sum += FromProto(stage.ended_at()) - FromProto(stage.started_at());
+      ++count;
+    }
+  }
+  std::optional<ReanalysisSource> reanalysis;
+  if (parent.has_value() && parent->state() == v1::EXPERIMENT_STATE_SUCCEEDED && !changes.empty() &&
+      OnlyAnalysisOrNothing(changes)) {
+    reanalysis = ReanalysisSource{parent->id()};
+  }
+  PlanInput plan_input{.spec = frozen.spec, .hot = hot, .reanalysis = reanalysis};
+  for (const auto& [stage, total] : totals) plan_input.history[stage] = total.first / total.second;
+  *experiment.mutable_plan() = MakePlan(plan_input);
+
+  *experiment.mutable_spec() = frozen.spec;
+  experiment.set_spec_sha256(frozen.sha256);
+  experiment.set_state(v1::EXPERIMENT_STATE_QUEUED);
+  experiment.set_blocker(kQueuedBlocker);
+  experiment.mutable_progress()->set_formal_requests_planned(
+      reanalysis.has_value() ? 0 : frozen.spec.workload().num_requests());
+  const absl::Time frozen_at = clock_.Now();
+  *experiment.mutable_submitted_at() = ToProto(received);
+  *experiment.mutable_updated_at() = ToProto(frozen_at);
+  for (const v1::PlannedStage& planned : experiment.plan().stages()) {
+    v1::Stage& stage = *experiment.add_stages();
+    stage.set_name(planned.stage());
+    stage.set_action(planned.action());
+    stage.set_reason(planned.reason());
+    stage.set_attempt(planned.stage() == v1::STAGE_FREEZE ? 1 : 0);
+    stage.set_status(v1::STAGE_STATUS_PENDING);
+    if (planned.stage() == v1::STAGE_FREEZE) {
+      stage.set_status(v1::STAGE_STATUS_SUCCEEDED);
+      *stage.mutable_started_at() = ToProto(received);
+      *stage.mutable_ended_at() = ToProto(frozen_at);
+    }
+  }
+  if (request.validate_only()) return experiment;
+  return Create(std::move(experiment));
+}
+
+absl::StatusOr<v1::Experiment> ControlPlane::Create(v1::Experiment experiment) {
+  absl::MutexLock lock(&write_mu_);
+  Event event{.at = clock_.Now(), .kind = "submitted"};
+  event.detail = absl::StrCat("frozen spec ", ShortHash(experiment.spec_sha256()));
+  if (!experiment.parent_id().empty()) {
+    absl::StrAppend(&event.detail, " from base ", experiment.parent_id(), "; ",
+                    experiment.changes_size(), " changed field(s)");
+  }
+  SERVELAB_ASSIGN_OR_RETURN(std::string id, store_.CreateExperiment(experiment, event));
+  experiment.set_id(id);
+  Notify(experiment);
+  return experiment;
+}
+
+absl::StatusOr<v1::Experiment> ControlPlane::Get(std::string_view id) {
+  absl::StatusOr<v1::Experiment> experiment = store_.GetExperiment(id);
+  if (absl::IsNotFound(experiment.status())) {
+    return absl::NotFoundError(absl::StrCat("id: experiment \"", absl::string_view(id.data(), id.size()), "\" not found"));
+  }
+  return experiment;
+}
+
+absl::StatusOr<std::vector<v1::Experiment>> ControlPlane::List(
+    const v1::ListExperimentsRequest& request) {
+  return store_.ListExperiments({.scenario = request.scenario(), .state = request.state()});
+}
+
+absl::StatusOr<v1::Experiment> ControlPlane::Resume(const v1::ResumeExperimentRequest& request) {
+  absl::MutexLock lock(&write_mu_);
+  SERVELAB_ASSIGN_OR_RETURN(v1::Experiment experiment, Get(request.id()));
+  v1::ExperimentSpec spec = experiment.spec();
+  // File hashes stay: a resume runs on the files the experiment was frozen
+  // with, and Freeze refuses files that changed since.
+  SERVELAB_RETURN_IF_ERROR(ApplyDelta(spec, request.unset(), request.set()));
+  SERVELAB_ASSIGN_OR_RETURN(spec::FrozenSpec frozen, spec::Freeze(spec, request.base_dir()));
+  std::vector<v1::FieldChange> changes = spec::DiffSpecs(experiment.spec(), frozen.spec);
+  for (const v1::FieldChange& change : changes) {
+    if (change.scope() != v1::SCOPE_NOTHING && change.scope() != v1::SCOPE_ANALYSIS) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          change.path(), ": a ", spec::ScopeName(change.scope()),
+          "-scope field cannot change on resume (only NOTHING and ANALYSIS fields can); submit "
+          "a new experiment with --base ",
+          experiment.id(), " instead"));
+    }
+  }
+  if (experiment.state() != v1::EXPERIMENT_STATE_FAILED) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(experiment.id(), " is ", StateLabel(experiment.state()),
+                     ": only a failed experiment can be resumed"));
+  }
+  *experiment.mutable_spec() = frozen.spec;
+  experiment.set_spec_sha256(frozen.sha256);
+  experiment.set_state(v1::EXPERIMENT_STATE_QUEUED);
+  experiment.set_blocker(kQueuedBlocker);
+  *experiment.mutable_updated_at() = ToProto(clock_.Now());
+  std::string detail = absl::StrCat("resume after ", v1::FailureClass_Name(experiment.failure_class()));
+  if (!changes.empty()) absl::StrAppend(&detail, " with ", ChangeList(changes));
+  SERVELAB_RETURN_IF_ERROR(Commit(experiment, "resumed", detail));
+  return experiment;
+}
+
+absl::StatusOr<v1::Experiment> ControlPlane::Cancel(std::string_view id) {
+  absl::MutexLock lock(&write_mu_);
+  SERVELAB_ASSIGN_OR_RETURN(v1::Experiment experiment, Get(id));
+  if (IsFinal(experiment.state())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(experiment.id(), " is already ", StateLabel(experiment.state())));
+  }
+  const v1::ExperimentState before = experiment.state();
+  experiment.set_state(v1::EXPERIMENT_STATE_CANCELLED);
+  experiment.set_blocker("");
+  *experiment.mutable_updated_at() = ToProto(clock_.Now());
+  SERVELAB_RETURN_IF_ERROR(Commit(experiment, "cancelled",
+                                  absl::StrCat(StateLabel(before), " -> cancelled")));
+  return experiment;
+}
+
+absl::StatusOr<std::map<std::string, int64_t>> ControlPlane::CountByState() {
+  std::map<std::string, int64_t> counts;
+  for (int i = v1::ExperimentState_MIN; i <= v1::ExperimentState_MAX; ++i) {
+    if (v1::ExperimentState_IsValid(i) && i != v1::EXPERIMENT_STATE_UNSPECIFIED) {
+      counts[StateLabel(static_cast<v1::ExperimentState>(i))] = 0;
+    }
+  }
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> all, store_.ListExperiments({}));
+  for (const v1::Experiment& e : all) ++counts[StateLabel(e.state())];
+  return counts;
+}
+
+absl::StatusOr<v1::Summary> ControlPlane::Summary() {
+  v1::Summary summary;
+  summary.set_serving(true);
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> all, store_.ListExperiments({}));
+  SERVELAB_ASSIGN_OR_RETURN(auto counts, CountByState());
+  for (const auto& [state, count] : counts) (*summary.mutable_experiments_by_state())[state] = count;
+
+  std::map<std::string, v1::ScenarioBest> best;
+  std::map<v1::FailureClass, v1::FailureCount> failures;
+  for (const v1::Experiment& e : all) {
+    if (e.state() == v1::EXPERIMENT_STATE_QUEUED) summary.add_queue(e.id());
+    if (e.state() == v1::EXPERIMENT_STATE_RUNNING && summary.lane_owner().empty()) {
+      summary.set_lane_owner(e.id());
+      for (const v1::Stage& stage : e.stages()) {
+        if (stage.status() == v1::STAGE_STATUS_RUNNING) summary.set_lane_stage(stage.name());
+      }
+    }
+    if (e.state() == v1::EXPERIMENT_STATE_FAILED) {
+      v1::FailureCount& f = failures[e.failure_class()];
+      f.set_failure_class(e.failure_class());
+      f.set_count(f.count() + 1);
+      f.set_latest_experiment_id(e.id());
+    }
+    if (e.state() == v1::EXPERIMENT_STATE_SUCCEEDED && e.has_result()) {
+      const v1::WindowResult& window = e.spec().analysis().decision().window() == v1::WINDOW_STEADY
+                                           ? e.result().steady()
+                                           : e.result().whole();
+      double value = window.output_tokens_per_second_per_card();
+      auto it = best.find(e.spec().scenario());
+      if (it == best.end() || value > it->second.value()) {
+        v1::ScenarioBest& b = best[e.spec().scenario()];
+        b.set_scenario(e.spec().scenario());
+        b.set_experiment_id(e.id());
+        b.set_metric(absl::StrCat(e.spec().analysis().decision().metric(), " (",
+                                  window.name(), ")"));
+        b.set_value(value);
+      }
+    }
+  }
+  for (auto& [scenario, b] : best) *summary.add_best() = b;
+  for (auto& [failure_class, f] : failures) *summary.add_recent_failures() = f;
+
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, store_.ListInstances());
+  if (!instances.empty()) {
+    v1::HotDeployment& hot = *summary.mutable_hot_deployment();
+    for (const v1::ServingInstance& instance : instances) {
+      hot.set_experiment_id(instance.experiment_id());
+      if (instance.side() == v1::SIDE_PREFILL) hot.mutable_fingerprints()->set_prefill(instance.fingerprint());
+      if (instance.side() == v1::SIDE_DECODE) hot.mutable_fingerprints()->set_decode(instance.fingerprint());
+      if (instance.side() == v1::SIDE_ROUTER) hot.mutable_fingerprints()->set_router(instance.fingerprint());
+      if (instance.has_warm_since()) *hot.mutable_warm_since() = instance.warm_since();
+    }
+  }
+
+  if (!summary.lane_owner().empty()) {
+    summary.set_next_step(absl::StrCat("wait for ", summary.lane_owner(), ": servelab wait ",
+                                       summary.lane_owner(), " --until done"));
+  } else if (summary.queue_size() > 0) {
+    summary.set_next_step(absl::StrCat(summary.queue_size(),
+                                       " queued; this daemon has no stage runner yet, so they stay "
+                                       "queued (inspect with: servelab status ",
+                                       summary.queue(0), ")"));
+  } else if (all.empty()) {
+    summary.set_next_step("submit a base experiment: servelab submit -f SPEC.yaml");
+  } else {
+    summary.set_next_step(absl::StrCat("submit a delta: servelab submit --base ", all.back().id(),
+                                       " --set PATH=VALUE"));
+  }
+  return summary;
+}
+
+int ControlPlane::Subscribe(const std::string& id, Listener listener) {
+  absl::MutexLock lock(&mu_);
+  int subscription = next_subscription_++;
+  subscriptions_[subscription] = Subscription{id, std::move(listener)};
+  return subscription;
+}
+
+void ControlPlane::Unsubscribe(int subscription) {
+  absl::MutexLock lock(&mu_);
+  subscriptions_.erase(subscription);
+}
+
+absl::Status ControlPlane::Commit(const v1::Experiment& experiment, const std::string& kind,
+                                  const std::string& detail) {
+  Event event{.experiment_id = experiment.id(), .at = clock_.Now(), .kind = kind, .detail = detail};
+  SERVELAB_RETURN_IF_ERROR(store_.UpdateExperiment(experiment, event));
+  Notify(experiment);
+  return absl::OkStatus();
+}
+
+void ControlPlane::Notify(const v1::Experiment& experiment) {
+  std::vector<Listener> listeners;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, subscription] : subscriptions_) {
+      if (subscription.experiment_id == experiment.id()) listeners.push_back(subscription.listener);
+    }
+  }
+  for (const Listener& listener : listeners) listener(experiment);
+}
+
+}  // namespace servelab::core

@@ -1,0 +1,148 @@
+#include "daemon/core/spec/freeze.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "daemon/core/spec/canonical.h"
+#include "daemon/core/spec/spec_delta.h"
+#include "daemon/core/spec/spec_text.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
+
+namespace servelab::core::spec {
+namespace {
+
+using servelab::testing::IsOk;
+using servelab::testing::StatusIs;
+using servelab::testing::TempDir;
+using servelab::testing::WriteFile;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+
+v1::ExperimentSpec Minimal() {
+  absl::StatusOr<v1::ExperimentSpec> spec = ParseSpecText(R"(
+scenario: s
+deployment:
+  prefill: {devices: [0]}
+  decode: {devices: [1]}
+workload:
+  dataset: {input_tokens: 100, output_tokens: 10}
+  num_requests: 10
+  concurrency: 2
+)",
+                                                          "minimal.yaml");
+  EXPECT_THAT(spec, IsOk());
+  return *spec;
+}
+
+TEST(FreezeTest, AppliesDefaultsAndHashesCanonicalJson) {
+  absl::StatusOr<FrozenSpec> frozen = Freeze(Minimal(), "");
+  ASSERT_THAT(frozen, IsOk());
+  const v1::ExperimentSpec& spec = frozen->spec;
+  EXPECT_EQ(spec.deployment().engine(), v1::ENGINE_SIM);
+  EXPECT_EQ(spec.deployment().warmup().rounds(), 2);
+  EXPECT_EQ(spec.workload().arrival(), v1::ARRIVAL_POISSON);
+  EXPECT_EQ(spec.limits().formal_deadline().seconds(), 1800);
+  EXPECT_EQ(spec.analysis().percentiles_size(), 3);
+  EXPECT_EQ(frozen->canonical_json, CanonicalJson(spec));
+  EXPECT_EQ(frozen->sha256, Sha256Hex(frozen->canonical_json));
+  // Freezing a frozen spec changes nothing.
+  absl::StatusOr<FrozenSpec> again = Freeze(spec, "");
+  ASSERT_THAT(again, IsOk());
+  EXPECT_EQ(again->sha256, frozen->sha256);
+}
+
+TEST(FreezeTest, GivenValuesAreNeverOverridden) {
+  v1::ExperimentSpec spec = Minimal();
+  ASSERT_THAT(ApplySet(spec, "deployment.warmup.rounds=3"), IsOk());
+  ASSERT_THAT(ApplySet(spec, "workload.arrival=constant"), IsOk());
+  absl::StatusOr<FrozenSpec> frozen = Freeze(spec, "");
+  ASSERT_THAT(frozen, IsOk());
+  EXPECT_EQ(frozen->spec.deployment().warmup().rounds(), 3);
+  EXPECT_EQ(frozen->spec.workload().arrival(), v1::ARRIVAL_CONSTANT);
+}
+
+struct BadValue {
+  const char* set;
+  const char* path;
+};
+
+class FreezeRejectsTest : public ::testing::TestWithParam<BadValue> {};
+
+TEST_P(FreezeRejectsTest, NamesTheField) {
+  v1::ExperimentSpec spec = Minimal();
+  ASSERT_THAT(ApplySet(spec, GetParam().set), IsOk());
+  EXPECT_THAT(Freeze(spec, ""), StatusIs(kInvalid, HasSubstr(GetParam().path)));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadValues, FreezeRejectsTest,
+    ::testing::Values(BadValue{"workload.num_requests=0", "workload.num_requests: must be > 0"},
+                      BadValue{"workload.num_requests=-5", "workload.num_requests: must be > 0"},
+                      BadValue{"workload.concurrency=0", "workload.concurrency: must be > 0"},
+                      BadValue{"workload.request_rate=-1", "workload.request_rate: must be >= 0"},
+                      BadValue{"workload.dataset.output_tokens=0",
+                               "workload.dataset.output_tokens: must be > 0"},
+                      BadValue{"workload.dataset.prefix_cache_ratio=1",
+                               "workload.dataset.prefix_cache_ratio: must be in [0, 1)"},
+                      BadValue{"scenario=", "scenario: required"},
+                      BadValue{"deployment.decode.devices=[0]",
+                               "deployment.decode.devices: device 0 is also a prefill device"},
+                      BadValue{"deployment.prefill.devices=[]",
+                               "deployment.prefill.devices: at least one device"},
+                      BadValue{"workload.dataset.input_tokens=40000",
+                               "workload.dataset.input_tokens: a request of up to 40010 tokens"},
+                      BadValue{"limits.formal_deadline=-5s", "limits.formal_deadline: must not"},
+                      BadValue{"analysis.percentiles=[50, 100]", "analysis.percentiles[1]"}));
+
+TEST(FreezeTest, ListsEveryProblem) {
+  v1::ExperimentSpec spec = Minimal();
+  ASSERT_THAT(ApplySet(spec, "workload.num_requests=0"), IsOk());
+  ASSERT_THAT(ApplySet(spec, "workload.concurrency=0"), IsOk());
+  EXPECT_THAT(Freeze(spec, ""), StatusIs(kInvalid, AllOf(HasSubstr("workload.num_requests"),
+                                                         HasSubstr("workload.concurrency"))));
+}
+
+TEST(FreezeTest, ResolvesAndHashesReferencedFiles) {
+  TempDir dir;
+  WriteFile(dir.File("layout.json"), "{\"experts\": 1}");
+  v1::ExperimentSpec spec = Minimal();
+  ASSERT_THAT(ApplySet(spec, "deployment.decode.expert_layout=./layout.json"), IsOk());
+  absl::StatusOr<FrozenSpec> frozen = Freeze(spec, dir.path());
+  ASSERT_THAT(frozen, IsOk());
+  const v1::FileRef& layout = frozen->spec.deployment().decode().expert_layout();
+  EXPECT_EQ(layout.path(), dir.File("layout.json"));
+  EXPECT_EQ(layout.sha256(), Sha256Hex("{\"experts\": 1}"));
+
+  // The file changes after freezing: re-freezing the frozen spec refuses it...
+  WriteFile(dir.File("layout.json"), "{\"experts\": 2}");
+  EXPECT_THAT(Freeze(frozen->spec, dir.path()),
+              StatusIs(kInvalid, AllOf(HasSubstr("deployment.decode.expert_layout.sha256"),
+                                       HasSubstr(layout.sha256()))));
+  // ...while a delta, which starts without hashes, records the new content.
+  v1::ExperimentSpec delta = frozen->spec;
+  ClearFileHashes(delta);
+  absl::StatusOr<FrozenSpec> refrozen = Freeze(delta, dir.path());
+  ASSERT_THAT(refrozen, IsOk());
+  EXPECT_EQ(refrozen->spec.deployment().decode().expert_layout().sha256(),
+            Sha256Hex("{\"experts\": 2}"));
+  EXPECT_NE(refrozen->sha256, frozen->sha256);
+}
+
+TEST(FreezeTest, MissingFileIsNotFoundWithItsPath) {
+  TempDir dir;
+  v1::ExperimentSpec spec = Minimal();
+  ASSERT_THAT(ApplySet(spec, "deployment.decode.expert_layout=nope.json"), IsOk());
+  EXPECT_THAT(Freeze(spec, dir.path()),
+              StatusIs(absl::StatusCode::kNotFound,
+                       AllOf(HasSubstr("deployment.decode.expert_layout.path"),
+                             HasSubstr("nope.json"), HasSubstr("does not exist"))));
+  EXPECT_THAT(Freeze(spec, ""), StatusIs(kInvalid, HasSubstr("needs a base directory")));
+}
+
+}  // namespace
+}  // namespace servelab::core::spec

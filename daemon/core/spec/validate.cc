@@ -1,0 +1,160 @@
+#include "daemon/core/spec/validate.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/duration.pb.h"
+
+namespace servelab::core::spec {
+namespace {
+
+class Problems {
+ public:
+  template <typename... Args>
+  void Add(const std::string& path, const Args&... reason) {
+    list_.push_back(absl::StrCat(path, ": ", reason...));
+  }
+  absl::Status ToStatus() const {
+    if (list_.empty()) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrJoin(list_, "; "));
+  }
+
+ private:
+  std::vector<std::string> list_;
+};
+
+template <typename T>
+void Positive(Problems& p, const std::string& path, T value) {
+  if (value <= 0) p.Add(path, "must be > 0, got ", value);
+}
+
+template <typename T>
+void NonNegative(Problems& p, const std::string& path, T value) {
+  if (value < 0) p.Add(path, "must be >= 0, got ", value);
+}
+
+void CheckSide(Problems& p, const std::string& path, const v1::InstanceSpec& side,
+               v1::Engine engine) {
+  if (side.devices_size() == 0) p.Add(path + ".devices", "at least one device is required");
+  std::set<int> seen;
+  for (int d : side.devices()) {
+    if (d < 0) p.Add(path + ".devices", "device ids are >= 0, got ", d);
+    if (!seen.insert(d).second) p.Add(path + ".devices", "device ", d, " is listed twice");
+  }
+  Positive(p, path + ".data_parallel", side.data_parallel());
+  Positive(p, path + ".tensor_parallel", side.tensor_parallel());
+  Positive(p, path + ".context_parallel", side.context_parallel());
+  Positive(p, path + ".expert_parallel", side.expert_parallel());
+  Positive(p, path + ".max_num_batched_tokens", side.max_num_batched_tokens());
+  Positive(p, path + ".max_num_seqs", side.max_num_seqs());
+  Positive(p, path + ".max_model_len", side.max_model_len());
+  if (side.port() < 0 || side.port() > 65535) p.Add(path + ".port", "must be 0..65535, got ", side.port());
+  if (engine == v1::ENGINE_COMMAND && side.command_argv_size() == 0) {
+    p.Add(path + ".command_argv", "required with engine command");
+  }
+  if (engine != v1::ENGINE_SIM && side.model().empty()) {
+    p.Add(path + ".model", "required with a real serving engine");
+  }
+}
+
+void CheckDuration(Problems& p, const std::string& path, const google::protobuf::Duration& d) {
+  if (d.seconds() < 0 || d.nanos() < 0) p.Add(path, "must not be negative");
+}
+
+}  // namespace
+
+absl::Status ValidateSpec(const v1::ExperimentSpec& spec) {
+  Problems p;
+  if (spec.scenario().empty()) p.Add("scenario", "required (it groups comparable experiments)");
+
+  const v1::DeploymentSpec& deployment = spec.deployment();
+  CheckSide(p, "deployment.prefill", deployment.prefill(), deployment.engine());
+  CheckSide(p, "deployment.decode", deployment.decode(), deployment.engine());
+  for (int d : deployment.decode().devices()) {
+    for (int q : deployment.prefill().devices()) {
+      if (d == q) p.Add("deployment.decode.devices", "device ", d, " is also a prefill device");
+    }
+  }
+  const int router_port = deployment.router().port();
+  if (router_port < 0 || router_port > 65535) {
+    p.Add("deployment.router.port", "must be 0..65535, got ", router_port);
+  }
+  if (deployment.engine() == v1::ENGINE_COMMAND && deployment.router().command_argv_size() == 0) {
+    p.Add("deployment.router.command_argv", "required with engine command");
+  }
+  const v1::WarmupSpec& warmup = deployment.warmup();
+  NonNegative(p, "deployment.warmup.rounds", warmup.rounds());
+  Positive(p, "deployment.warmup.requests", warmup.requests());
+  Positive(p, "deployment.warmup.input_tokens", warmup.input_tokens());
+  Positive(p, "deployment.warmup.output_tokens", warmup.output_tokens());
+
+  const v1::WorkloadSpec& workload = spec.workload();
+  const v1::DatasetSpec& dataset = workload.dataset();
+  const bool from_file = !dataset.file().path().empty();
+  if (!from_file) {
+    Positive(p, "workload.dataset.input_tokens", dataset.input_tokens());
+    Positive(p, "workload.dataset.output_tokens", dataset.output_tokens());
+  }
+  NonNegative(p, "workload.dataset.input_tokens_range", dataset.input_tokens_range());
+  NonNegative(p, "workload.dataset.output_tokens_range", dataset.output_tokens_range());
+  if (dataset.input_tokens_range() >= dataset.input_tokens() && dataset.input_tokens_range() > 0) {
+    p.Add("workload.dataset.input_tokens_range", "must be < input_tokens");
+  }
+  if (dataset.output_tokens_range() >= dataset.output_tokens() && dataset.output_tokens_range() > 0) {
+    p.Add("workload.dataset.output_tokens_range", "must be < output_tokens");
+  }
+  if (dataset.prefix_cache_ratio() < 0 || dataset.prefix_cache_ratio() >= 1) {
+    p.Add("workload.dataset.prefix_cache_ratio", "must be in [0, 1), got ",
+          dataset.prefix_cache_ratio());
+  }
+  NonNegative(p, "workload.dataset.prefix_groups", dataset.prefix_groups());
+  Positive(p, "workload.num_requests", workload.num_requests());
+  Positive(p, "workload.concurrency", workload.concurrency());
+  NonNegative(p, "workload.request_rate", workload.request_rate());
+  Positive(p, "workload.burstiness", workload.burstiness());
+  if (workload.num_requests() > 0 && dataset.prefix_groups() > workload.num_requests()) {
+    p.Add("workload.dataset.prefix_groups", "must be <= num_requests (", workload.num_requests(),
+          ")");
+  }
+  // Every request must fit the context of both sides, or the load would fail
+  // after the expensive stages.
+  const int64_t longest = int64_t{dataset.input_tokens()} + dataset.input_tokens_range() +
+                          dataset.output_tokens() + dataset.output_tokens_range();
+  for (const auto& [path, side] : {std::pair{"deployment.prefill", &deployment.prefill()},
+                                   std::pair{"deployment.decode", &deployment.decode()}}) {
+    if (!from_file && side->max_model_len() > 0 && longest > side->max_model_len()) {
+      p.Add("workload.dataset.input_tokens", "a request of up to ", longest,
+            " tokens exceeds ", path, ".max_model_len (", side->max_model_len(), ")");
+    }
+  }
+
+  const v1::AnalysisSpec& analysis = spec.analysis();
+  NonNegative(p, "analysis.cards", analysis.cards());
+  for (int i = 0; i < analysis.percentiles_size(); ++i) {
+    double q = analysis.percentiles(i);
+    if (q <= 0 || q >= 100) p.Add(absl::StrCat("analysis.percentiles[", i, "]"), "must be in (0, 100), got ", q);
+  }
+  double steady = analysis.steady_min_inflight_fraction();
+  if (steady <= 0 || steady > 1) {
+    p.Add("analysis.steady_min_inflight_fraction", "must be in (0, 1], got ", steady);
+  }
+  CheckDuration(p, "analysis.slo.ttft", analysis.slo().ttft());
+  CheckDuration(p, "analysis.slo.tpot", analysis.slo().tpot());
+  CheckDuration(p, "analysis.slo.e2e", analysis.slo().e2e());
+  if (analysis.decision().min_improvement() < 0) {
+    p.Add("analysis.decision.min_improvement", "must be >= 0");
+  }
+
+  const v1::LimitsSpec& limits = spec.limits();
+  CheckDuration(p, "limits.formal_deadline", limits.formal_deadline());
+  CheckDuration(p, "limits.launch_timeout", limits.launch_timeout());
+  CheckDuration(p, "limits.warmup_timeout", limits.warmup_timeout());
+  CheckDuration(p, "limits.drain_timeout", limits.drain_timeout());
+  CheckDuration(p, "limits.request_timeout", limits.request_timeout());
+  return p.ToStatus();
+}
+
+}  // namespace servelab::core::spec
