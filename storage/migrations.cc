@@ -1,0 +1,159 @@
+#include "storage/migrations.h"
+
+#include <array>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace servelab::storage {
+namespace {
+
+// Conventions: enums are stored as their proto numbers; every time column
+// (at, *_at, load_start) is unix nanoseconds, NULL when the proto field is
+// unset. Where a row has a `*` BLOB column, that serialized message is the
+// truth and the other columns are copies kept for queries and for people
+// reading the file with the sqlite3 shell; this keeps proto fields added
+// later round-tripping without a migration. `requests` has no such blob:
+// it is the hot path and every RequestRecord field has a column.
+constexpr std::string_view kV1 = R"sql(
+CREATE TABLE sequences (
+  name TEXT PRIMARY KEY,
+  -- The last value handed out; rows are only ever incremented, so an id is
+  -- never reused.
+  value INTEGER NOT NULL
+);
+INSERT INTO sequences (name, value) VALUES ('experiment', 0);
+
+-- Frozen specs, content-addressed by the SHA-256 the freezer computed.
+-- Never updated: INSERT OR IGNORE.
+CREATE TABLE specs (
+  sha256 TEXT PRIMARY KEY,
+  canonical_json TEXT NOT NULL,
+  spec BLOB NOT NULL  -- serialized ExperimentSpec
+);
+
+CREATE TABLE experiments (
+  id TEXT PRIMARY KEY,  -- "exp-<seq>"
+  seq INTEGER NOT NULL UNIQUE,
+  parent_id TEXT REFERENCES experiments (id),
+  scenario TEXT NOT NULL,
+  state INTEGER NOT NULL,
+  spec_sha256 TEXT NOT NULL REFERENCES specs (sha256),
+  submitted_at INTEGER,
+  updated_at INTEGER,
+  failure_class INTEGER NOT NULL,
+  -- serialized Experiment without spec, stages and result, which live in
+  -- specs, stages and results.
+  experiment BLOB NOT NULL
+);
+CREATE INDEX experiments_by_scenario ON experiments (scenario, seq);
+CREATE INDEX experiments_by_state ON experiments (state, seq);
+CREATE INDEX experiments_by_parent ON experiments (parent_id);
+
+-- Rewritten as a whole on every UpdateExperiment.
+CREATE TABLE stages (
+  experiment_id TEXT NOT NULL REFERENCES experiments (id),
+  position INTEGER NOT NULL,  -- index in Experiment.stages
+  name INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  action INTEGER NOT NULL,
+  status INTEGER NOT NULL,
+  started_at INTEGER,
+  ended_at INTEGER,
+  stage BLOB NOT NULL,  -- serialized Stage (counters, reason, error)
+  PRIMARY KEY (experiment_id, position)
+);
+
+-- Append-only log of every transition, written in the transaction of the
+-- change it records.
+CREATE TABLE events (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  experiment_id TEXT NOT NULL REFERENCES experiments (id),
+  at INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  detail TEXT NOT NULL
+);
+CREATE INDEX events_by_experiment ON events (experiment_id, seq);
+
+CREATE TABLE results (
+  experiment_id TEXT PRIMARY KEY REFERENCES experiments (id),
+  result BLOB NOT NULL,  -- serialized Result
+  computed_at INTEGER
+);
+
+-- Raw per-request records; times are load-relative steady-clock ns.
+CREATE TABLE requests (
+  experiment_id TEXT NOT NULL REFERENCES experiments (id),
+  phase INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  idx INTEGER NOT NULL,
+  planned_send_ns INTEGER NOT NULL,
+  sent_ns INTEGER NOT NULL,
+  first_token_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  chunk_ns BLOB NOT NULL,  -- little-endian int64 per chunk
+  prompt_tokens INTEGER NOT NULL,
+  completion_tokens INTEGER NOT NULL,
+  cached_tokens INTEGER NOT NULL,
+  http_status INTEGER NOT NULL,
+  error TEXT NOT NULL,
+  requested_prompt_tokens INTEGER NOT NULL,
+  requested_completion_tokens INTEGER NOT NULL,
+  load_start INTEGER,
+  queued_ns INTEGER NOT NULL,
+  PRIMARY KEY (experiment_id, phase, attempt, idx)
+);
+
+-- Serving processes the daemon owns, one per side, for re-adoption after a
+-- daemon restart.
+CREATE TABLE instances (
+  side INTEGER PRIMARY KEY,
+  pid INTEGER NOT NULL,
+  process_start_ticks INTEGER NOT NULL,
+  port INTEGER NOT NULL,
+  fingerprint TEXT NOT NULL,
+  experiment_id TEXT NOT NULL,
+  launched_at INTEGER,
+  warm_since INTEGER,
+  log_path TEXT NOT NULL,
+  instance BLOB NOT NULL  -- serialized ServingInstance
+);
+)sql";
+
+constexpr std::array<std::string_view, 1> kMigrations = {kV1};
+
+}  // namespace
+
+absl::Span<const std::string_view> SchemaMigrations() { return kMigrations; }
+
+int LatestSchemaVersion() { return static_cast<int>(kMigrations.size()); }
+
+absl::Status Migrate(SqliteDb& db, absl::Span<const std::string_view> steps) {
+  const int64_t latest = static_cast<int64_t>(steps.size());
+  while (true) {
+    SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(db, TxnMode::kImmediate));
+    // Read under the write lock: another process migrating the same file
+    // concurrently cannot make us apply a step twice.
+    SERVELAB_ASSIGN_OR_RETURN(int64_t version, db.QueryInt("PRAGMA user_version"));
+    if (version > latest) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "database ", db.path(), " has schema version ", version, " but this build knows only ",
+          latest, "; it was written by a newer servelabd — run that, or use another state dir"));
+    }
+    if (version < 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("database ", db.path(), " has invalid schema version ", version));
+    }
+    if (version == latest) return txn.Commit();
+    absl::Status step = db.Exec(steps[version]);
+    if (!step.ok()) {
+      return absl::Status(step.code(), absl::StrCat("migrating ", db.path(), " to version ",
+                                                    version + 1, ": ", step.message()));
+    }
+    // PRAGMA takes no bound parameters; the value is our own integer.
+    SERVELAB_RETURN_IF_ERROR(db.Exec(absl::StrCat("PRAGMA user_version = ", version + 1)));
+    SERVELAB_RETURN_IF_ERROR(txn.Commit());
+  }
+}
+
+}  // namespace servelab::storage

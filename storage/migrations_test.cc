@@ -1,0 +1,106 @@
+#include "storage/migrations.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "storage/sqlite_store.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
+
+namespace servelab::storage {
+namespace {
+
+using ::servelab::testing::IsOk;
+using ::servelab::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::IsSupersetOf;
+
+class MigrationsTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<SqliteDb> OpenDb() {
+    auto db = SqliteDb::Open(path_, SqliteDb::Options());
+    EXPECT_THAT(db, IsOk());
+    return db.ok() ? std::move(*db) : nullptr;
+  }
+
+  static int64_t UserVersion(SqliteDb& db) { return db.QueryInt("PRAGMA user_version").value(); }
+
+  static std::vector<std::string> Tables(SqliteDb& db) {
+    std::vector<std::string> tables;
+    auto stmt = db.Prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name");
+    EXPECT_THAT(stmt, IsOk());
+    while (stmt->Step().value_or(false)) tables.emplace_back(stmt->ColumnText(0));
+    return tables;
+  }
+
+  testing::TempDir dir_;
+  std::string path_ = dir_.File("servelab.db");
+};
+
+TEST_F(MigrationsTest, EmptyDatabaseGetsLatestSchema) {
+  auto db = OpenDb();
+  ASSERT_EQ(UserVersion(*db), 0);
+  ASSERT_THAT(Migrate(*db), IsOk());
+  EXPECT_EQ(UserVersion(*db), LatestSchemaVersion());
+  EXPECT_GE(LatestSchemaVersion(), 1);
+  EXPECT_THAT(Tables(*db), IsSupersetOf({"specs", "experiments", "stages", "events", "results",
+                                         "requests", "instances", "sequences"}));
+}
+
+TEST_F(MigrationsTest, MigratingTwiceIsANoOp) {
+  auto db = OpenDb();
+  ASSERT_THAT(Migrate(*db), IsOk());
+  ASSERT_THAT(Migrate(*db), IsOk());
+  EXPECT_EQ(UserVersion(*db), LatestSchemaVersion());
+}
+
+TEST_F(MigrationsTest, AppliesOnlyMissingSteps) {
+  std::vector<std::string_view> steps = {"CREATE TABLE a (x INTEGER);"};
+  auto db = OpenDb();
+  ASSERT_THAT(Migrate(*db, steps), IsOk());
+  EXPECT_EQ(UserVersion(*db), 1);
+  // Re-running step 1 would fail with "table a already exists".
+  steps.push_back("CREATE TABLE b (y INTEGER); INSERT INTO a VALUES (1);");
+  ASSERT_THAT(Migrate(*db, steps), IsOk());
+  EXPECT_EQ(UserVersion(*db), 2);
+  EXPECT_EQ(db->QueryInt("SELECT count(*) FROM a").value(), 1);
+}
+
+TEST_F(MigrationsTest, FailingStepRollsBackAndKeepsVersion) {
+  std::vector<std::string_view> steps = {
+      "CREATE TABLE a (x INTEGER);",
+      "CREATE TABLE b (y INTEGER); INSERT INTO missing VALUES (1);",
+  };
+  auto db = OpenDb();
+  EXPECT_THAT(Migrate(*db, steps),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("to version 2")));
+  EXPECT_EQ(UserVersion(*db), 1);
+  EXPECT_THAT(Tables(*db), ::testing::ElementsAre("a"));
+}
+
+TEST_F(MigrationsTest, NewerDatabaseIsRefused) {
+  {
+    auto db = OpenDb();
+    ASSERT_THAT(db->Exec("PRAGMA user_version = " + std::to_string(LatestSchemaVersion() + 1)),
+                IsOk());
+  }
+  auto db = OpenDb();
+  EXPECT_THAT(Migrate(*db),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("newer servelabd")));
+  EXPECT_EQ(UserVersion(*db), LatestSchemaVersion() + 1);
+  EXPECT_THAT(Tables(*db), ::testing::IsEmpty());
+  EXPECT_THAT(SqliteStore::Open(path_),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("schema version")));
+}
+
+TEST_F(MigrationsTest, StoreOpenMigrates) {
+  ASSERT_THAT(SqliteStore::Open(path_), IsOk());
+  auto db = OpenDb();
+  EXPECT_EQ(UserVersion(*db), LatestSchemaVersion());
+}
+
+}  // namespace
+}  // namespace servelab::storage

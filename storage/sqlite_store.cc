@@ -1,0 +1,535 @@
+#include "storage/sqlite_store.h"
+
+#include <cstdint>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "google/protobuf/timestamp.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "storage/migrations.h"
+#include "storage/sqlite_db.h"
+
+namespace servelab::storage {
+namespace {
+
+using google::protobuf::Timestamp;
+
+constexpr int64_t kNanosPerSecond = 1'000'000'000;
+
+// Saturates outside ~1678..2262, far beyond any time the daemon records.
+int64_t ToUnixNanos(const Timestamp& ts) {
+  return absl::ToUnixNanos(absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos()));
+}
+
+Timestamp FromUnixNanos(int64_t ns) {
+  int64_t seconds = ns / kNanosPerSecond;
+  int64_t nanos = ns % kNanosPerSecond;
+  if (nanos < 0) {  // Timestamp wants nanos in [0, 1e9).
+    nanos += kNanosPerSecond;
+    seconds -= 1;
+  }
+  Timestamp ts;
+  ts.set_seconds(seconds);
+  ts.set_nanos(static_cast<int32_t>(nanos));
+  return ts;
+}
+
+// NULL keeps "unset" distinct from the epoch, so messages round-trip exactly.
+void BindTime(Statement& stmt, int index, bool has, const Timestamp& ts) {
+  if (has) {
+    stmt.BindInt(index, ToUnixNanos(ts));
+  } else {
+    stmt.BindNull(index);
+  }
+}
+
+void BindOptionalText(Statement& stmt, int index, std::string_view text) {
+  if (text.empty()) {
+    stmt.BindNull(index);
+  } else {
+    stmt.BindText(index, text);
+  }
+}
+
+// Fixed 8 bytes per value, byte order pinned so the file is portable.
+void EncodeInt64s(const google::protobuf::RepeatedField<int64_t>& values, std::string& out) {
+  out.resize(values.size() * 8);
+  char* p = out.data();
+  for (int64_t value : values) {
+    auto u = static_cast<uint64_t>(value);
+    for (int b = 0; b < 8; ++b) *p++ = static_cast<char>(u >> (8 * b));
+  }
+}
+
+absl::Status DecodeInt64s(std::string_view bytes, google::protobuf::RepeatedField<int64_t>& out) {
+  if (bytes.size() % 8 != 0) {
+    return absl::InternalError(absl::StrCat("corrupt chunk_ns blob of ", bytes.size(), " bytes"));
+  }
+  out.Reserve(static_cast<int>(bytes.size() / 8));
+  for (size_t i = 0; i < bytes.size(); i += 8) {
+    uint64_t u = 0;
+    for (int b = 0; b < 8; ++b) u |= uint64_t{static_cast<unsigned char>(bytes[i + b])} << (8 * b);
+    out.Add(static_cast<int64_t>(u));
+  }
+  return absl::OkStatus();
+}
+
+template <typename Message>
+absl::Status ParseBlob(std::string_view blob, Message& message, std::string_view what) {
+  if (!message.ParseFromArray(blob.data(), static_cast<int>(blob.size()))) {
+    return absl::InternalError(absl::StrCat("corrupt ", ToAbsl(what), " row in the database"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
+  return Open(path, Options());
+}
+
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
+                                                               const Options& options) {
+  SqliteDb::Options db_options;
+  db_options.busy_timeout = options.busy_timeout;
+  SERVELAB_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path, db_options));
+  SERVELAB_RETURN_IF_ERROR(Migrate(*db));
+  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db)));
+}
+
+SqliteStore::SqliteStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+
+SqliteStore::~SqliteStore() = default;
+
+void SqliteStore::SetFailpointForTesting(Failpoint failpoint) {
+  absl::MutexLock lock(&mu_);
+  failpoint_ = std::move(failpoint);
+}
+
+absl::Status SqliteStore::RunFailpointLocked(std::string_view point) {
+  return failpoint_ ? failpoint_(point) : absl::OkStatus();
+}
+
+absl::StatusOr<bool> SqliteStore::ExperimentExistsLocked(std::string_view id) {
+  SERVELAB_ASSIGN_OR_RETURN(Statement stmt,
+                            db_->Prepare("SELECT 1 FROM experiments WHERE id = ?1"));
+  stmt.BindText(1, id);
+  return stmt.Step();
+}
+
+absl::Status SqliteStore::WriteExperimentLocked(const v1::Experiment& experiment, int64_t seq,
+                                                bool insert) {
+  const std::string& id = experiment.id();
+  {
+    // Specs are immutable, so an existing row is never touched (and the JSON
+    // is only rendered for a spec the store has not seen).
+    SERVELAB_ASSIGN_OR_RETURN(Statement exists,
+                              db_->Prepare("SELECT 1 FROM specs WHERE sha256 = ?1"));
+    exists.BindText(1, experiment.spec_sha256());
+    SERVELAB_ASSIGN_OR_RETURN(bool known, exists.Step());
+    if (!known) {
+      std::string json;
+      google::protobuf::util::JsonPrintOptions json_options;
+      json_options.preserve_proto_field_names = true;
+      if (!google::protobuf::util::MessageToJsonString(experiment.spec(), &json, json_options)
+               .ok()) {
+        return absl::InternalError(
+            absl::StrCat("cannot render the spec of ", ToAbsl(id), " as JSON"));
+      }
+      SERVELAB_ASSIGN_OR_RETURN(
+          Statement put, db_->Prepare("INSERT OR IGNORE INTO specs (sha256, canonical_json, spec) "
+                                      "VALUES (?1, ?2, ?3)"));
+      put.BindText(1, experiment.spec_sha256());
+      put.BindText(2, json);
+      put.BindBlob(3, experiment.spec().SerializeAsString());
+      SERVELAB_RETURN_IF_ERROR(put.Run());
+    }
+  }
+
+  v1::Experiment row = experiment;
+  row.clear_spec();
+  row.clear_stages();
+  row.clear_result();
+  SERVELAB_ASSIGN_OR_RETURN(
+      Statement write,
+      db_->Prepare(insert ? "INSERT INTO experiments (id, seq, parent_id, scenario, state, "
+                            "spec_sha256, submitted_at, updated_at, failure_class, experiment) "
+                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+                          // ?2 (seq) is bound but unused: an experiment keeps its place.
+                          : "UPDATE experiments SET parent_id = ?3, scenario = ?4, state = ?5, "
+                            "spec_sha256 = ?6, submitted_at = ?7, updated_at = ?8, "
+                            "failure_class = ?9, experiment = ?10 WHERE id = ?1"));
+  write.BindText(1, id);
+  write.BindInt(2, seq);
+  BindOptionalText(write, 3, experiment.parent_id());
+  write.BindText(4, experiment.spec().scenario());
+  write.BindInt(5, experiment.state());
+  write.BindText(6, experiment.spec_sha256());
+  BindTime(write, 7, experiment.has_submitted_at(), experiment.submitted_at());
+  BindTime(write, 8, experiment.has_updated_at(), experiment.updated_at());
+  write.BindInt(9, experiment.failure_class());
+  write.BindBlob(10, row.SerializeAsString());
+  SERVELAB_RETURN_IF_ERROR(write.Run());
+
+  if (!insert) {
+    SERVELAB_ASSIGN_OR_RETURN(Statement clear_stages,
+                              db_->Prepare("DELETE FROM stages WHERE experiment_id = ?1"));
+    clear_stages.BindText(1, id);
+    SERVELAB_RETURN_IF_ERROR(clear_stages.Run());
+    SERVELAB_ASSIGN_OR_RETURN(Statement clear_result,
+                              db_->Prepare("DELETE FROM results WHERE experiment_id = ?1"));
+    clear_result.BindText(1, id);
+    SERVELAB_RETURN_IF_ERROR(clear_result.Run());
+  }
+
+  SERVELAB_ASSIGN_OR_RETURN(
+      Statement stage_row,
+      db_->Prepare("INSERT INTO stages (experiment_id, position, name, attempt, action, status, "
+                   "started_at, ended_at, stage) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
+  for (int i = 0; i < experiment.stages_size(); ++i) {
+    const v1::Stage& stage = experiment.stages(i);
+    stage_row.Reset();
+    stage_row.BindText(1, id);
+    stage_row.BindInt(2, i);
+    stage_row.BindInt(3, stage.name());
+    stage_row.BindInt(4, stage.attempt());
+    stage_row.BindInt(5, stage.action());
+    stage_row.BindInt(6, stage.status());
+    BindTime(stage_row, 7, stage.has_started_at(), stage.started_at());
+    BindTime(stage_row, 8, stage.has_ended_at(), stage.ended_at());
+    stage_row.BindBlob(9, stage.SerializeAsString());
+    SERVELAB_RETURN_IF_ERROR(stage_row.Run());
+  }
+
+  if (experiment.has_result()) {
+    SERVELAB_ASSIGN_OR_RETURN(
+        Statement result, db_->Prepare("INSERT INTO results (experiment_id, result, computed_at) "
+                                       "VALUES (?1, ?2, ?3)"));
+    result.BindText(1, id);
+    result.BindBlob(2, experiment.result().SerializeAsString());
+    BindTime(result, 3, experiment.result().has_computed_at(), experiment.result().computed_at());
+    SERVELAB_RETURN_IF_ERROR(result.Run());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::AppendEventLocked(std::string_view experiment_id,
+                                            const core::Event& event) {
+  SERVELAB_ASSIGN_OR_RETURN(
+      Statement insert,
+      db_->Prepare("INSERT INTO events (experiment_id, at, kind, detail) VALUES (?1, ?2, ?3, ?4)"));
+  insert.BindText(1, experiment_id);
+  insert.BindInt(2, absl::ToUnixNanos(event.at));
+  insert.BindText(3, event.kind);
+  insert.BindText(4, event.detail);
+  return insert.Run();
+}
+
+absl::StatusOr<std::string> SqliteStore::CreateExperiment(const v1::Experiment& experiment,
+                                                          const core::Event& event) {
+  if (experiment.spec_sha256().empty()) {
+    return absl::InvalidArgumentError("experiment has no spec_sha256: freeze the spec first");
+  }
+  absl::MutexLock lock(&mu_);
+  SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kImmediate));
+  if (!experiment.parent_id().empty()) {
+    SERVELAB_ASSIGN_OR_RETURN(bool parent, ExperimentExistsLocked(experiment.parent_id()));
+    if (!parent) {
+      return absl::NotFoundError(
+          absl::StrCat("parent experiment ", experiment.parent_id(), " not found"));
+    }
+  }
+  int64_t seq = 0;
+  {
+    SERVELAB_ASSIGN_OR_RETURN(
+        Statement next,
+        db_->Prepare("UPDATE sequences SET value = value + 1 WHERE name = 'experiment' "
+                     "RETURNING value"));
+    SERVELAB_ASSIGN_OR_RETURN(bool row, next.Step());
+    if (!row) return absl::InternalError("the experiment id sequence row is missing");
+    seq = next.ColumnInt(0);
+  }
+  v1::Experiment stored = experiment;
+  stored.set_id(absl::StrCat("exp-", seq));
+  SERVELAB_RETURN_IF_ERROR(WriteExperimentLocked(stored, seq, /*insert=*/true));
+  SERVELAB_RETURN_IF_ERROR(RunFailpointLocked("create"));
+  SERVELAB_RETURN_IF_ERROR(AppendEventLocked(stored.id(), event));
+  SERVELAB_RETURN_IF_ERROR(txn.Commit());
+  return stored.id();
+}
+
+absl::Status SqliteStore::UpdateExperiment(const v1::Experiment& experiment,
+                                           const core::Event& event) {
+  if (experiment.spec_sha256().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("experiment ", experiment.id(), " has no spec_sha256"));
+  }
+  absl::MutexLock lock(&mu_);
+  SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kImmediate));
+  int64_t seq = 0;
+  {
+    SERVELAB_ASSIGN_OR_RETURN(Statement find,
+                              db_->Prepare("SELECT seq FROM experiments WHERE id = ?1"));
+    find.BindText(1, experiment.id());
+    SERVELAB_ASSIGN_OR_RETURN(bool found, find.Step());
+    if (!found)
+      return absl::NotFoundError(absl::StrCat("experiment ", experiment.id(), " not found"));
+    seq = find.ColumnInt(0);
+  }
+  SERVELAB_RETURN_IF_ERROR(WriteExperimentLocked(experiment, seq, /*insert=*/false));
+  SERVELAB_RETURN_IF_ERROR(RunFailpointLocked("update"));
+  SERVELAB_RETURN_IF_ERROR(AppendEventLocked(experiment.id(), event));
+  return txn.Commit();
+}
+
+absl::StatusOr<v1::Experiment> SqliteStore::AssembleLocked(std::string_view id,
+                                                           std::string_view blob,
+                                                           std::string_view spec_sha256) {
+  v1::Experiment experiment;
+  SERVELAB_RETURN_IF_ERROR(ParseBlob(blob, experiment, absl::StrCat("experiment ", ToAbsl(id))));
+  {
+    SERVELAB_ASSIGN_OR_RETURN(Statement spec,
+                              db_->Prepare("SELECT spec FROM specs WHERE sha256 = ?1"));
+    spec.BindText(1, spec_sha256);
+    SERVELAB_ASSIGN_OR_RETURN(bool found, spec.Step());
+    // The foreign key makes a missing spec row impossible short of corruption.
+    if (!found)
+      return absl::InternalError(
+          absl::StrCat("spec ", ToAbsl(spec_sha256), " of ", ToAbsl(id), " missing"));
+    SERVELAB_RETURN_IF_ERROR(ParseBlob(spec.ColumnBlob(0), *experiment.mutable_spec(),
+                                       absl::StrCat("spec ", ToAbsl(spec_sha256))));
+  }
+  {
+    SERVELAB_ASSIGN_OR_RETURN(
+        Statement stages,
+        db_->Prepare("SELECT stage FROM stages WHERE experiment_id = ?1 ORDER BY position"));
+    stages.BindText(1, id);
+    while (true) {
+      SERVELAB_ASSIGN_OR_RETURN(bool row, stages.Step());
+      if (!row) break;
+      SERVELAB_RETURN_IF_ERROR(ParseBlob(stages.ColumnBlob(0), *experiment.add_stages(),
+                                         absl::StrCat("stage of ", ToAbsl(id))));
+    }
+  }
+  {
+    SERVELAB_ASSIGN_OR_RETURN(Statement result,
+                              db_->Prepare("SELECT result FROM results WHERE experiment_id = ?1"));
+    result.BindText(1, id);
+    SERVELAB_ASSIGN_OR_RETURN(bool found, result.Step());
+    if (found) {
+      SERVELAB_RETURN_IF_ERROR(ParseBlob(result.ColumnBlob(0), *experiment.mutable_result(),
+                                         absl::StrCat("result of ", ToAbsl(id))));
+    }
+  }
+  return experiment;
+}
+
+absl::StatusOr<v1::Experiment> SqliteStore::GetExperiment(std::string_view id) {
+  absl::MutexLock lock(&mu_);
+  // One read snapshot across the row and its specs/stages/results.
+  SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kDeferred));
+  SERVELAB_ASSIGN_OR_RETURN(
+      Statement find,
+      db_->Prepare("SELECT experiment, spec_sha256 FROM experiments WHERE id = ?1"));
+  find.BindText(1, id);
+  SERVELAB_ASSIGN_OR_RETURN(bool found, find.Step());
+  if (!found) return absl::NotFoundError(absl::StrCat("experiment ", ToAbsl(id), " not found"));
+  return AssembleLocked(id, find.ColumnBlob(0), find.ColumnText(1));
+}
+
+absl::StatusOr<std::vector<v1::Experiment>> SqliteStore::ListExperiments(
+    const core::ExperimentFilter& filter) {
+  absl::MutexLock lock(&mu_);
+  SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kDeferred));
+  SERVELAB_ASSIGN_OR_RETURN(
+      Statement list,
+      db_->Prepare("SELECT id, experiment, spec_sha256 FROM experiments "
+                   "WHERE (?1 = '' OR scenario = ?1) AND (?2 = 0 OR state = ?2) ORDER BY seq"));
+  list.BindText(1, filter.scenario);
+  list.BindInt(2, filter.state);
+  std::vector<v1::Experiment> experiments;
+  while (true) {
+    SERVELAB_ASSIGN_OR_RETURN(bool row, list.Step());
+    if (!row) break;
+    SERVELAB_ASSIGN_OR_RETURN(
+        v1::Experiment experiment,
+        AssembleLocked(list.ColumnText(0), list.ColumnBlob(1), list.ColumnText(2)));
+    experiments.push_back(std::move(experiment));
+  }
+  return experiments;
+}
+
+absl::StatusOr<std::vector<core::Event>> SqliteStore::ListEvents(std::string_view experiment_id) {
+  absl::MutexLock lock(&mu_);
+  SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kDeferred));
+  SERVELAB_ASSIGN_OR_RETURN(bool exists, ExperimentExistsLocked(experiment_id));
+  if (!exists)
+    return absl::NotFoundError(absl::StrCat("experiment ", ToAbsl(experiment_id), " not found"));
+  SERVELAB_ASSIGN_OR_RETURN(Statement list, db_->Prepare("SELECT seq, at, kind, detail FROM events "
+                                                         "WHERE experiment_id = ?1 ORDER BY seq"));
+  list.BindText(1, experiment_id);
+  std::vector<core::Event> events;
+  while (true) {
+    SERVELAB_ASSIGN_OR_RETURN(bool row, list.Step());
+    if (!row) break;
+    core::Event& event = events.emplace_back();
+    event.seq = list.ColumnInt(0);
+    event.experiment_id = std::string(experiment_id);
+    event.at = absl::FromUnixNanos(list.ColumnInt(1));
+    event.kind = std::string(list.ColumnText(2));
+    event.detail = std::string(list.ColumnText(3));
+  }
+  return events;
+}
+
+absl::Status SqliteStore::AppendRequests(const std::vector<v1::RequestRecord>& records) {
+  if (records.empty()) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  // One transaction per batch: one fsync for the batch, and a crash loses at
+  // most the batch in flight.
+  SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kImmediate));
+  SERVELAB_ASSIGN_OR_RETURN(
+      Statement insert,
+      db_->Prepare(
+          "INSERT INTO requests (experiment_id, phase, attempt, idx, planned_send_ns, "
+          "sent_ns, first_token_ns, end_ns, chunk_ns, prompt_tokens, completion_tokens, "
+          "cached_tokens, http_status, error, requested_prompt_tokens, "
+          "requested_completion_tokens, load_start, queued_ns) VALUES (?1, ?2, ?3, ?4, ?5, "
+          "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"));
+  const std::string* checked_id = nullptr;
+  std::string chunks;
+  for (const v1::RequestRecord& r : records) {
+    // Batches are almost always of one experiment: check once per run of ids,
+    // so a bad id reads NOT_FOUND rather than a foreign key failure.
+    if (checked_id == nullptr || *checked_id != r.experiment_id()) {
+      SERVELAB_ASSIGN_OR_RETURN(bool exists, ExperimentExistsLocked(r.experiment_id()));
+      if (!exists) {
+        return absl::NotFoundError(
+            absl::StrCat("request record of unknown experiment '", r.experiment_id(), "'"));
+      }
+      checked_id = &r.experiment_id();
+    }
+    insert.Reset();
+    insert.BindText(1, r.experiment_id());
+    insert.BindInt(2, r.phase());
+    insert.BindInt(3, r.attempt());
+    insert.BindInt(4, r.index());
+    insert.BindInt(5, r.planned_send_ns());
+    insert.BindInt(6, r.sent_ns());
+    insert.BindInt(7, r.first_token_ns());
+    insert.BindInt(8, r.end_ns());
+    EncodeInt64s(r.chunk_ns(), chunks);
+    insert.BindBlob(9, chunks);
+    insert.BindInt(10, r.prompt_tokens());
+    insert.BindInt(11, r.completion_tokens());
+    insert.BindInt(12, r.cached_tokens());
+    insert.BindInt(13, r.http_status());
+    insert.BindText(14, r.error());
+    insert.BindInt(15, r.requested_prompt_tokens());
+    insert.BindInt(16, r.requested_completion_tokens());
+    BindTime(insert, 17, r.has_load_start(), r.load_start());
+    insert.BindInt(18, r.queued_ns());
+    absl::Status status = insert.Run();
+    if (absl::IsAlreadyExists(status)) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("request record (", r.experiment_id(), ", ", v1::Phase_Name(r.phase()),
+                       ", attempt ", r.attempt(), ", index ", r.index(),
+                       ") is already stored; nothing of the batch was written"));
+    }
+    SERVELAB_RETURN_IF_ERROR(status);
+  }
+  return txn.Commit();
+}
+
+absl::StatusOr<std::vector<v1::RequestRecord>> SqliteStore::ListRequests(
+    std::string_view experiment_id, v1::Phase phase, int attempt) {
+  absl::MutexLock lock(&mu_);
+  SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kDeferred));
+  SERVELAB_ASSIGN_OR_RETURN(bool exists, ExperimentExistsLocked(experiment_id));
+  if (!exists)
+    return absl::NotFoundError(absl::StrCat("experiment ", ToAbsl(experiment_id), " not found"));
+  SERVELAB_ASSIGN_OR_RETURN(
+      Statement list,
+      db_->Prepare("SELECT phase, attempt, idx, planned_send_ns, sent_ns, first_token_ns, end_ns, "
+                   "chunk_ns, prompt_tokens, completion_tokens, cached_tokens, http_status, "
+                   "error, requested_prompt_tokens, requested_completion_tokens, load_start, "
+                   "queued_ns "
+                   "FROM requests WHERE experiment_id = ?1 AND (?2 = 0 OR phase = ?2) "
+                   "AND (?3 = 0 OR attempt = ?3) ORDER BY attempt, idx, phase"));
+  list.BindText(1, experiment_id);
+  list.BindInt(2, phase);
+  list.BindInt(3, attempt);
+  std::vector<v1::RequestRecord> records;
+  while (true) {
+    SERVELAB_ASSIGN_OR_RETURN(bool row, list.Step());
+    if (!row) break;
+    v1::RequestRecord& r = records.emplace_back();
+    r.set_experiment_id(std::string(experiment_id));
+    r.set_phase(static_cast<v1::Phase>(list.ColumnInt(0)));
+    r.set_attempt(static_cast<int32_t>(list.ColumnInt(1)));
+    r.set_index(static_cast<int32_t>(list.ColumnInt(2)));
+    r.set_planned_send_ns(list.ColumnInt(3));
+    r.set_sent_ns(list.ColumnInt(4));
+    r.set_first_token_ns(list.ColumnInt(5));
+    r.set_end_ns(list.ColumnInt(6));
+    SERVELAB_RETURN_IF_ERROR(DecodeInt64s(list.ColumnBlob(7), *r.mutable_chunk_ns()));
+    r.set_prompt_tokens(static_cast<int32_t>(list.ColumnInt(8)));
+    r.set_completion_tokens(static_cast<int32_t>(list.ColumnInt(9)));
+    r.set_cached_tokens(static_cast<int32_t>(list.ColumnInt(10)));
+    r.set_http_status(static_cast<int32_t>(list.ColumnInt(11)));
+    r.set_error(std::string(list.ColumnText(12)));
+    r.set_requested_prompt_tokens(static_cast<int32_t>(list.ColumnInt(13)));
+    r.set_requested_completion_tokens(static_cast<int32_t>(list.ColumnInt(14)));
+    if (!list.IsNull(15)) *r.mutable_load_start() = FromUnixNanos(list.ColumnInt(15));
+    r.set_queued_ns(list.ColumnInt(16));
+  }
+  return records;
+}
+
+absl::Status SqliteStore::PutInstance(const v1::ServingInstance& instance) {
+  if (instance.side() == v1::SIDE_UNSPECIFIED) {
+    return absl::InvalidArgumentError("serving instance has no side");
+  }
+  absl::MutexLock lock(&mu_);
+  SERVELAB_ASSIGN_OR_RETURN(
+      Statement put,
+      db_->Prepare("INSERT OR REPLACE INTO instances (side, pid, process_start_ticks, port, "
+                   "fingerprint, experiment_id, launched_at, warm_since, log_path, instance) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
+  put.BindInt(1, instance.side());
+  put.BindInt(2, instance.pid());
+  put.BindInt(3, instance.process_start_ticks());
+  put.BindInt(4, instance.port());
+  put.BindText(5, instance.fingerprint());
+  put.BindText(6, instance.experiment_id());
+  BindTime(put, 7, instance.has_launched_at(), instance.launched_at());
+  BindTime(put, 8, instance.has_warm_since(), instance.warm_since());
+  put.BindText(9, instance.log_path());
+  put.BindBlob(10, instance.SerializeAsString());
+  return put.Run();
+}
+
+absl::Status SqliteStore::RemoveInstance(v1::Side side) {
+  absl::MutexLock lock(&mu_);
+  SERVELAB_ASSIGN_OR_RETURN(Statement remove,
+                            db_->Prepare("DELETE FROM instances WHERE side = ?1"));
+  remove.BindInt(1, side);
+  return remove.Run();
+}
+
+absl::StatusOr<std::vector<v1::ServingInstance>> SqliteStore::ListInstances() {
+  absl::MutexLock lock(&mu_);
+  SERVELAB_ASSIGN_OR_RETURN(Statement list,
+                            db_->Prepare("SELECT instance FROM instances ORDER BY side"));
+  std::vector<v1::ServingInstance> instances;
+  while (true) {
+    SERVELAB_ASSIGN_OR_RETURN(bool row, list.Step());
+    if (!row) break;
+    SERVELAB_RETURN_IF_ERROR(
+        ParseBlob(list.ColumnBlob(0), instances.emplace_back(), "serving instance"));
+  }
+  return instances;
+}
+
+}  // namespace servelab::storage
