@@ -17,15 +17,8 @@
 namespace servelab::core {
 namespace {
 
-using google::protobuf::util::TimeUtil;
-
-google::protobuf::Timestamp ToProto(absl::Time t) {
-  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
-}
-
-absl::Time FromProto(const google::protobuf::Timestamp& t) {
-  return absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(t));
-}
+constexpr auto ToProto = ToTimestamp;
+constexpr auto FromProto = FromTimestamp;
 
 // Applies --unset then --set, each error prefixed with the flag at fault.
 absl::Status ApplyDelta(v1::ExperimentSpec& spec,
@@ -62,9 +55,10 @@ std::string ChangeList(const std::vector<v1::FieldChange>& changes) {
   return absl::StrJoin(parts, ", ");
 }
 
-// No stage runner exists in this daemon yet: say so instead of pretending the
-// experiment is about to run.
-constexpr char kQueuedBlocker[] = "queued: this daemon has no stage runner yet";
+// Without an executor nothing will run the experiment: say so instead of
+// pretending it is about to run.
+constexpr char kNoRunnerBlocker[] = "queued: this daemon has no stage runner";
+constexpr char kQueuedBlocker[] = "queued: waiting for its turn on the accelerator lane";
 
 }  // namespace
 
@@ -78,7 +72,8 @@ std::string StateLabel(v1::ExperimentState state) {
   return absl::AsciiStrToLower(name.substr(std::string("EXPERIMENT_STATE_").size()));
 }
 
-ControlPlane::ControlPlane(Store& store, Clock& clock) : store_(store), clock_(clock) {}
+ControlPlane::ControlPlane(Store& store, Clock& clock)
+    : store_(store), clock_(clock), ledger_(store, clock) {}
 
 absl::StatusOr<v1::Experiment> ControlPlane::Submit(const v1::SubmitExperimentRequest& request) {
   const absl::Time received = clock_.Now();
@@ -160,7 +155,7 @@ absl::StatusOr<v1::Experiment> ControlPlane::Submit(const v1::SubmitExperimentRe
   *experiment.mutable_spec() = frozen.spec;
   experiment.set_spec_sha256(frozen.sha256);
   experiment.set_state(v1::EXPERIMENT_STATE_QUEUED);
-  experiment.set_blocker(kQueuedBlocker);
+  experiment.set_blocker(executor_ != nullptr ? kQueuedBlocker : kNoRunnerBlocker);
   experiment.mutable_progress()->set_formal_requests_planned(
       reanalysis.has_value() ? 0 : frozen.spec.workload().num_requests());
   const absl::Time frozen_at = clock_.Now();
@@ -184,17 +179,15 @@ absl::StatusOr<v1::Experiment> ControlPlane::Submit(const v1::SubmitExperimentRe
 }
 
 absl::StatusOr<v1::Experiment> ControlPlane::Create(v1::Experiment experiment) {
-  absl::MutexLock lock(&write_mu_);
-  Event event{.at = clock_.Now(), .kind = "submitted"};
-  event.detail = absl::StrCat("frozen spec ", ShortHash(experiment.spec_sha256()));
+  EventText event{.kind = "submitted",
+                  .detail = absl::StrCat("frozen spec ", ShortHash(experiment.spec_sha256()))};
   if (!experiment.parent_id().empty()) {
     absl::StrAppend(&event.detail, " from base ", experiment.parent_id(), "; ",
                     experiment.changes_size(), " changed field(s)");
   }
-  SERVELAB_ASSIGN_OR_RETURN(std::string id, store_.CreateExperiment(experiment, event));
-  experiment.set_id(id);
-  Notify(experiment);
-  return experiment;
+  SERVELAB_ASSIGN_OR_RETURN(v1::Experiment created, ledger_.Create(std::move(experiment), event));
+  if (executor_ != nullptr) executor_->Enqueue(created.id());
+  return created;
 }
 
 absl::StatusOr<v1::Experiment> ControlPlane::Get(std::string_view id) {
@@ -211,53 +204,65 @@ absl::StatusOr<std::vector<v1::Experiment>> ControlPlane::List(
 }
 
 absl::StatusOr<v1::Experiment> ControlPlane::Resume(const v1::ResumeExperimentRequest& request) {
-  absl::MutexLock lock(&write_mu_);
-  SERVELAB_ASSIGN_OR_RETURN(v1::Experiment experiment, Get(request.id()));
-  v1::ExperimentSpec spec = experiment.spec();
-  // File hashes stay: a resume runs on the files the experiment was frozen
-  // with, and Freeze refuses files that changed since.
-  SERVELAB_RETURN_IF_ERROR(ApplyDelta(spec, request.unset(), request.set()));
-  SERVELAB_ASSIGN_OR_RETURN(spec::FrozenSpec frozen, spec::Freeze(spec, request.base_dir()));
-  std::vector<v1::FieldChange> changes = spec::DiffSpecs(experiment.spec(), frozen.spec);
-  for (const v1::FieldChange& change : changes) {
-    if (change.scope() != v1::SCOPE_NOTHING && change.scope() != v1::SCOPE_ANALYSIS) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          change.path(), ": a ", spec::ScopeName(change.scope()),
-          "-scope field cannot change on resume (only NOTHING and ANALYSIS fields can); submit "
-          "a new experiment with --base ",
-          experiment.id(), " instead"));
-    }
-  }
-  if (experiment.state() != v1::EXPERIMENT_STATE_FAILED) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(experiment.id(), " is ", StateLabel(experiment.state()),
-                     ": only a failed experiment can be resumed"));
-  }
-  *experiment.mutable_spec() = frozen.spec;
-  experiment.set_spec_sha256(frozen.sha256);
-  experiment.set_state(v1::EXPERIMENT_STATE_QUEUED);
-  experiment.set_blocker(kQueuedBlocker);
-  *experiment.mutable_updated_at() = ToProto(clock_.Now());
-  std::string detail = absl::StrCat("resume after ", v1::FailureClass_Name(experiment.failure_class()));
-  if (!changes.empty()) absl::StrAppend(&detail, " with ", ChangeList(changes));
-  SERVELAB_RETURN_IF_ERROR(Commit(experiment, "resumed", detail));
-  return experiment;
+  SERVELAB_ASSIGN_OR_RETURN(
+      v1::Experiment resumed,
+      ledger_.Update(request.id(), [&](v1::Experiment& experiment) -> absl::StatusOr<EventText> {
+        v1::ExperimentSpec spec = experiment.spec();
+        // File hashes stay: a resume runs on the files the experiment was
+        // frozen with, and Freeze refuses files that changed since.
+        SERVELAB_RETURN_IF_ERROR(ApplyDelta(spec, request.unset(), request.set()));
+        SERVELAB_ASSIGN_OR_RETURN(spec::FrozenSpec frozen, spec::Freeze(spec, request.base_dir()));
+        std::vector<v1::FieldChange> changes = spec::DiffSpecs(experiment.spec(), frozen.spec);
+        for (const v1::FieldChange& change : changes) {
+          if (change.scope() != v1::SCOPE_NOTHING && change.scope() != v1::SCOPE_ANALYSIS) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                change.path(), ": a ", spec::ScopeName(change.scope()),
+                "-scope field cannot change on resume (only NOTHING and ANALYSIS fields can); "
+                "submit a new experiment with --base ",
+                experiment.id(), " instead"));
+          }
+        }
+        if (experiment.state() != v1::EXPERIMENT_STATE_FAILED) {
+          return absl::FailedPreconditionError(
+              absl::StrCat(experiment.id(), " is ", StateLabel(experiment.state()),
+                           ": only a failed experiment can be resumed"));
+        }
+        *experiment.mutable_spec() = frozen.spec;
+        experiment.set_spec_sha256(frozen.sha256);
+        experiment.set_state(v1::EXPERIMENT_STATE_QUEUED);
+        experiment.set_blocker(executor_ != nullptr ? kQueuedBlocker : kNoRunnerBlocker);
+        EventText event{.kind = "resumed",
+                        .detail = absl::StrCat("resume after ",
+                                               v1::FailureClass_Name(experiment.failure_class()))};
+        if (!changes.empty()) absl::StrAppend(&event.detail, " with ", ChangeList(changes));
+        return event;
+      }));
+  if (executor_ != nullptr) executor_->Enqueue(resumed.id());
+  return resumed;
 }
 
 absl::StatusOr<v1::Experiment> ControlPlane::Cancel(std::string_view id) {
-  absl::MutexLock lock(&write_mu_);
-  SERVELAB_ASSIGN_OR_RETURN(v1::Experiment experiment, Get(id));
-  if (IsFinal(experiment.state())) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(experiment.id(), " is already ", StateLabel(experiment.state())));
-  }
-  const v1::ExperimentState before = experiment.state();
-  experiment.set_state(v1::EXPERIMENT_STATE_CANCELLED);
-  experiment.set_blocker("");
-  *experiment.mutable_updated_at() = ToProto(clock_.Now());
-  SERVELAB_RETURN_IF_ERROR(Commit(experiment, "cancelled",
-                                  absl::StrCat(StateLabel(before), " -> cancelled")));
-  return experiment;
+  bool running = false;
+  absl::StatusOr<v1::Experiment> cancelled =
+      ledger_.Update(id, [&](v1::Experiment& experiment) -> absl::StatusOr<EventText> {
+        if (IsFinal(experiment.state())) {
+          return absl::FailedPreconditionError(
+              absl::StrCat(experiment.id(), " is already ", StateLabel(experiment.state())));
+        }
+        if (experiment.state() == v1::EXPERIMENT_STATE_RUNNING && executor_ != nullptr) {
+          // The executor owns a running experiment: it stops the work first
+          // and records the cancellation itself.
+          running = true;
+          return absl::CancelledError("handed to the executor");
+        }
+        const v1::ExperimentState before = experiment.state();
+        experiment.set_state(v1::EXPERIMENT_STATE_CANCELLED);
+        experiment.set_blocker("");
+        return EventText{"cancelled", absl::StrCat(StateLabel(before), " -> cancelled")};
+      });
+  if (!running) return cancelled;
+  SERVELAB_RETURN_IF_ERROR(executor_->CancelRunning(std::string(id)));
+  return Get(id);
 }
 
 absl::StatusOr<std::map<std::string, int64_t>> ControlPlane::CountByState() {
@@ -344,34 +349,9 @@ absl::StatusOr<v1::Summary> ControlPlane::Summary() {
 }
 
 int ControlPlane::Subscribe(const std::string& id, Listener listener) {
-  absl::MutexLock lock(&mu_);
-  int subscription = next_subscription_++;
-  subscriptions_[subscription] = Subscription{id, std::move(listener)};
-  return subscription;
+  return ledger_.Subscribe(id, std::move(listener));
 }
 
-void ControlPlane::Unsubscribe(int subscription) {
-  absl::MutexLock lock(&mu_);
-  subscriptions_.erase(subscription);
-}
-
-absl::Status ControlPlane::Commit(const v1::Experiment& experiment, const std::string& kind,
-                                  const std::string& detail) {
-  Event event{.experiment_id = experiment.id(), .at = clock_.Now(), .kind = kind, .detail = detail};
-  SERVELAB_RETURN_IF_ERROR(store_.UpdateExperiment(experiment, event));
-  Notify(experiment);
-  return absl::OkStatus();
-}
-
-void ControlPlane::Notify(const v1::Experiment& experiment) {
-  std::vector<Listener> listeners;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [id, subscription] : subscriptions_) {
-      if (subscription.experiment_id == experiment.id()) listeners.push_back(subscription.listener);
-    }
-  }
-  for (const Listener& listener : listeners) listener(experiment);
-}
+void ControlPlane::Unsubscribe(int subscription) { ledger_.Unsubscribe(subscription); }
 
 }  // namespace servelab::core

@@ -25,15 +25,31 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/core/clock.h"
+#include "daemon/core/ledger.h"
 #include "daemon/core/store.h"
 #include "servelab/v1/service.pb.h"
 
 namespace servelab::core {
 
+// What executes queued experiments: the stage runner. Optional, so the
+// control plane can be used (and tested) on its own.
+class ExperimentExecutor {
+ public:
+  virtual ~ExperimentExecutor() = default;
+  // Called after a submit or resume committed; must not block.
+  virtual void Enqueue(const std::string& id) = 0;
+  // Stops a running experiment and records it as cancelled.
+  virtual absl::Status CancelRunning(const std::string& id) = 0;
+};
+
 class ControlPlane {
  public:
   // `store` and `clock` must outlive the control plane.
   ControlPlane(Store& store, Clock& clock);
+
+  // Set once, before serving; must outlive the control plane.
+  void SetExecutor(ExperimentExecutor* executor) { executor_ = executor; }
+  Ledger& ledger() { return ledger_; }
 
   // With request.validate_only() the returned experiment has no id and
   // nothing is stored.
@@ -52,27 +68,13 @@ class ControlPlane {
   void Unsubscribe(int subscription);
 
  private:
-  // Persists `experiment` with `event`, then notifies its listeners.
-  absl::Status Commit(const v1::Experiment& experiment, const std::string& kind,
-                      const std::string& detail);
-
-  // Stores a new experiment (id assigned) with a "submitted" event.
+  // Stores a new experiment (id assigned) and hands it to the executor.
   absl::StatusOr<v1::Experiment> Create(v1::Experiment experiment);
-  void Notify(const v1::Experiment& experiment);
 
   Store& store_;
   Clock& clock_;
-
-  // Serializes read-modify-write of experiments (cancel vs resume races).
-  absl::Mutex write_mu_;
-
-  absl::Mutex mu_ ABSL_ACQUIRED_AFTER(write_mu_);
-  int next_subscription_ ABSL_GUARDED_BY(mu_) = 1;
-  struct Subscription {
-    std::string experiment_id;
-    Listener listener;
-  };
-  std::map<int, Subscription> subscriptions_ ABSL_GUARDED_BY(mu_);
+  Ledger ledger_;
+  ExperimentExecutor* executor_ = nullptr;
 };
 
 // True for SUCCEEDED, FAILED and CANCELLED: a watch ends there.

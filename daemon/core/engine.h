@@ -1,0 +1,91 @@
+// Engine: turns a frozen deployment spec into running serving instances and
+// knows their protocol (DESIGN §8). Implementations live in daemon/engines/
+// (sim, vllm, sglang, command); the stage runner only sees this interface.
+//
+// Rendering is separate from launching so that preflight shows and checks
+// exactly the argv and environment that Launch will execute. No shell is
+// involved anywhere: argv arrays only.
+//
+// Errors: INVALID_ARGUMENT for a spec the engine cannot render (naming the
+// field); UNAVAILABLE when an instance does not answer; DEADLINE_EXCEEDED
+// when it does not become ready in time. Implementations are thread-safe.
+#ifndef SERVELAB_DAEMON_CORE_ENGINE_H_
+#define SERVELAB_DAEMON_CORE_ENGINE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "servelab/v1/experiment.pb.h"
+#include "servelab/v1/spec.pb.h"
+
+namespace servelab::core {
+
+// The final command of one instance.
+struct LaunchCommand {
+  v1::Side side = v1::SIDE_UNSPECIFIED;
+  std::vector<std::string> argv;             // argv[0] is an absolute path.
+  std::map<std::string, std::string> env;    // Added to a clean base environment.
+  int port = 0;                              // Where it will listen (loopback).
+  std::string log_path;                      // stdout+stderr go here.
+  // Files Launch writes (path -> content) before it starts argv, e.g. a
+  // per-instance config file that argv names. Part of what preflight shows.
+  std::map<std::string, std::string> files;
+};
+
+// Where the other sides listen, for rendering the router (P/D URLs).
+struct Endpoints {
+  int prefill_port = 0;
+  int decode_port = 0;
+  int router_port = 0;
+};
+
+// Counters scraped from an instance's /metrics (vLLM names).
+struct InstanceCounters {
+  double requests_running = 0;       // vllm:num_requests_running
+  double requests_waiting = 0;       // vllm:num_requests_waiting
+  double request_success = 0;        // vllm:request_success_total (all reasons)
+  double prompt_tokens = 0;          // vllm:prompt_tokens_total
+  double generation_tokens = 0;      // vllm:generation_tokens_total
+  double prefix_cache_queries = 0;   // vllm:prefix_cache_queries_total
+  double prefix_cache_hits = 0;      // vllm:prefix_cache_hits_total
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  // The command for `side` of `spec`, listening on the port in `endpoints`.
+  virtual absl::StatusOr<LaunchCommand> Render(const v1::ExperimentSpec& spec, v1::Side side,
+                                               const Endpoints& endpoints,
+                                               const std::string& log_dir) = 0;
+
+  // Starts the process in its own session (it survives a daemon restart).
+  // The returned instance carries pid, process start time, port and log path;
+  // the caller fills fingerprint and experiment_id.
+  virtual absl::StatusOr<v1::ServingInstance> Launch(const LaunchCommand& command) = 0;
+
+  // Waits until the instance answers its health probe, the process exits
+  // (FAILED_PRECONDITION with the log's tail) or `deadline` passes.
+  virtual absl::Status WaitReady(const v1::ServingInstance& instance, absl::Time deadline) = 0;
+
+  // The same process (pid and start time) is still running.
+  virtual bool Alive(const v1::ServingInstance& instance) = 0;
+
+  // SIGTERM, then SIGKILL after `grace`, to the instance's process group.
+  virtual absl::Status Stop(const v1::ServingInstance& instance, absl::Duration grace) = 0;
+
+  virtual absl::StatusOr<InstanceCounters> Scrape(const v1::ServingInstance& instance) = 0;
+  virtual absl::Status ResetPrefixCache(const v1::ServingInstance& instance) = 0;
+
+  // "http://127.0.0.1:PORT": where requests for this instance go.
+  virtual std::string BaseUrl(const v1::ServingInstance& instance) = 0;
+};
+
+}  // namespace servelab::core
+
+#endif  // SERVELAB_DAEMON_CORE_ENGINE_H_
