@@ -418,12 +418,11 @@ TEST_F(SqliteStoreTest, DuplicateRequestRollsBackTheWholeBatch) {
   EXPECT_THAT(store_->AppendRequests({}), IsOk());
 }
 
-TEST_F(SqliteStoreTest, AppendRequestsIsFast) {
+// Speed is measured in bench/, not here: this checks many large batches land whole.
+TEST_F(SqliteStoreTest, AppendsManyLargeBatches) {
   std::string id = Create(MakeExperiment("s", "sha"));
   constexpr int kBatches = 20;
   constexpr int kBatch = 5000;
-  absl::Time start = absl::Now();
-  std::clock_t cpu_start = std::clock();
   for (int b = 0; b < kBatches; ++b) {
     std::vector<v1::RequestRecord> batch;
     batch.reserve(kBatch);
@@ -431,16 +430,6 @@ TEST_F(SqliteStoreTest, AppendRequestsIsFast) {
       batch.push_back(MakeRecord(id, v1::PHASE_FORMAL, 1, b * kBatch + i));
     ASSERT_THAT(store_->AppendRequests(batch), IsOk());
   }
-  double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  double cpu_seconds = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
-  constexpr int kRows = kBatches * kBatch;
-  std::printf("AppendRequests: %.0f rows/s wall, %.0f rows/s of CPU (%d rows, %.3f s)\n",
-              kRows / seconds, kRows / cpu_seconds, kRows, seconds);
-#if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
-  // The target is >100k rows/s. CPU time, not wall time, because test
-  // machines share their cores; the bound is loose to stay unflaky.
-  EXPECT_GT(kRows / cpu_seconds, 50'000);
-#endif
   EXPECT_EQ(RawInt("SELECT count(*) FROM requests"), kBatches * kBatch);
 }
 
