@@ -1,0 +1,514 @@
+#include "loadgen/load_runner.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <limits>
+#include <thread>
+#include <unordered_set>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "google/protobuf/util/time_util.h"
+#include "loadgen/beast.h"
+#include "loadgen/request.h"
+#include "loadgen/sse.h"
+
+namespace servelab::loadgen {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using asio::awaitable;
+using asio::use_awaitable;
+using beast::error_code;
+
+constexpr size_t kReadChunk = 8 * 1024;
+constexpr size_t kMaxErrorBody = 512;
+
+struct Connection {
+  explicit Connection(asio::io_context& ioc) : stream(ioc) {}
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+  int64_t served = 0;
+};
+
+// Many concurrent streams need many descriptors; the default soft limit
+// (often 1024) is far below the hard one.
+void RaiseOpenFileLimit() {
+  rlimit lim;
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &lim);
+  }
+}
+
+// The message of an OpenAI-style error body, or the body's start.
+std::string ErrorText(int status, const std::string& body) {
+  StreamChunk c = ParseStreamChunk(body, v1::API_COMPLETIONS);
+  std::string detail = !c.error.empty() && c.error.rfind("malformed", 0) != 0
+                           ? c.error
+                           : body.substr(0, kMaxErrorBody);
+  return absl::StrCat("HTTP ", status, ": ", detail);
+}
+
+// The first "id" of a /v1/models answer.
+std::string FirstModelId(const std::string& body) {
+  size_t key = body.find("\"id\"");
+  if (key == std::string::npos) return "";
+  size_t open = body.find('"', body.find(':', key) + 1);
+  if (open == std::string::npos) return "";
+  size_t close = body.find('"', open + 1);
+  if (close == std::string::npos) return "";
+  return body.substr(open + 1, close - open - 1);
+}
+
+}  // namespace
+
+class LoadRunner::Impl {
+ public:
+  Impl(LoadOptions options, Endpoint endpoint)
+      : options_(std::move(options)), endpoint_(std::move(endpoint)) {}
+
+  absl::StatusOr<LoadSummary> Run(const std::vector<Prompt>& prompts,
+                                  const std::vector<int64_t>& planned, RecordSink& sink);
+  void Cancel() {
+    cancel_requested_ = true;
+    asio::post(ioc_, [this] { DoCancel(); });
+  }
+  LoadProgress progress() const { return {sent_.load(), completed_.load(), failed_.load()}; }
+
+ private:
+  awaitable<void> Main(absl::Status* probe_status);
+  awaitable<absl::Status> Probe();
+  awaitable<void> Preconnect(int count);
+  awaitable<void> Dispatch();
+  awaitable<void> Send(int index, int64_t queued_ns);
+  awaitable<error_code> Connect(Connection& conn);
+  // Waits on wake_timer_ until woken by a finishing request or a cancel.
+  awaitable<void> WaitForWake();
+  void Wake() { wake_timer_->cancel(); }
+  void DoCancel();
+  void Finish(v1::RequestRecord record, bool completed);
+  v1::RequestRecord NewRecord(int index) const;
+  int64_t SinceStart() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0_).count();
+  }
+  void WriterLoop(RecordSink& sink);
+
+  // Constant after construction.
+  const LoadOptions options_;
+  const Endpoint endpoint_;
+
+  asio::io_context ioc_{1};
+
+  // Used only on the io thread (the thread in Run).
+  tcp::resolver::results_type endpoints_;
+  const std::vector<Prompt>* prompts_ = nullptr;
+  const std::vector<int64_t>* planned_ = nullptr;
+  Clock::time_point t0_;
+  google::protobuf::Timestamp load_start_;
+  std::unique_ptr<asio::steady_timer> wake_timer_;
+  std::unique_ptr<asio::steady_timer> arrival_timer_;
+  int in_flight_ = 0;
+  int connecting_ = 0;
+  bool cancelled_ = false;
+  std::string model_;
+  std::vector<std::unique_ptr<Connection>> idle_;
+  std::unordered_set<Connection*> active_;
+  LoadSummary summary_;
+
+  // Shared with other threads.
+  std::atomic<bool> cancel_requested_{false};
+  std::atomic<int64_t> sent_{0}, completed_{0}, failed_{0};
+  absl::Mutex mu_;
+  std::vector<v1::RequestRecord> pending_ ABSL_GUARDED_BY(mu_);
+  bool writer_stop_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status sink_status_ ABSL_GUARDED_BY(mu_);
+};
+
+void LoadRunner::Impl::DoCancel() {
+  if (!cancel_requested_ || cancelled_) return;
+  cancelled_ = true;
+  for (Connection* c : active_) c->stream.cancel();
+  if (arrival_timer_) arrival_timer_->cancel();
+  if (wake_timer_) Wake();
+}
+
+awaitable<void> LoadRunner::Impl::WaitForWake() {
+  error_code ec;
+  wake_timer_->expires_at(asio::steady_timer::time_point::max());
+  co_await wake_timer_->async_wait(asio::redirect_error(use_awaitable, ec));
+}
+
+awaitable<error_code> LoadRunner::Impl::Connect(Connection& conn) {
+  error_code ec;
+  conn.stream.expires_after(std::chrono::nanoseconds(absl::ToInt64Nanoseconds(options_.connect_timeout)));
+  co_await conn.stream.async_connect(endpoints_, asio::redirect_error(use_awaitable, ec));
+  if (!ec) {
+    conn.stream.socket().set_option(tcp::no_delay(true), ec);
+    ++summary_.connections_opened;
+  }
+  conn.stream.expires_never();
+  co_return ec;
+}
+
+awaitable<absl::Status> LoadRunner::Impl::Probe() {
+  std::string target = absl::StrCat(endpoint_.base_path, "/v1/models");
+  std::string where = absl::StrCat("http://", endpoint_.authority(), target);
+  Connection conn(ioc_);
+  error_code ec = co_await Connect(conn);
+  if (ec) {
+    co_return absl::UnavailableError(
+        absl::StrCat("cannot reach ", where, ": ", ec.message(), "; no request was sent"));
+  }
+  conn.stream.expires_after(std::chrono::nanoseconds(absl::ToInt64Nanoseconds(options_.connect_timeout)));
+  http::request<http::empty_body> req{http::verb::get, target, 11};
+  req.set(http::field::host, endpoint_.authority());
+  co_await http::async_write(conn.stream, req, asio::redirect_error(use_awaitable, ec));
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(1 << 20);
+  if (!ec) co_await http::async_read(conn.stream, conn.buffer, parser, asio::redirect_error(use_awaitable, ec));
+  if (ec) {
+    co_return absl::UnavailableError(
+        absl::StrCat("probe ", where, " failed: ", ec.message(), "; no request was sent"));
+  }
+  int status = parser.get().result_int();
+  if (status < 200 || status >= 300) {
+    co_return absl::UnavailableError(absl::StrCat("probe ", where, " answered HTTP ", status,
+                                                  "; no request was sent"));
+  }
+  model_ = options_.model.empty() ? FirstModelId(parser.get().body()) : options_.model;
+  if (model_.empty()) {
+    co_return absl::FailedPreconditionError(
+        absl::StrCat(where, " lists no model; give one explicitly; no request was sent"));
+  }
+  error_code ignored;
+  conn.stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  co_return absl::OkStatus();
+}
+
+awaitable<void> LoadRunner::Impl::Preconnect(int count) {
+  auto self = this;
+  for (int i = 0; i < count; ++i) {
+    ++connecting_;
+    asio::co_spawn(
+        ioc_,
+        [self]() -> awaitable<void> {
+          auto conn = std::make_unique<Connection>(self->ioc_);
+          error_code ec = co_await self->Connect(*conn);
+          if (!ec) self->idle_.push_back(std::move(conn));
+          --self->connecting_;
+          self->Wake();
+        },
+        asio::detached);
+  }
+  while (connecting_ > 0 && !cancelled_) co_await WaitForWake();
+}
+
+v1::RequestRecord LoadRunner::Impl::NewRecord(int index) const {
+  v1::RequestRecord r;
+  r.set_experiment_id(options_.experiment_id);
+  r.set_phase(options_.phase);
+  r.set_attempt(options_.attempt);
+  r.set_index(index);
+  r.set_planned_send_ns(planned_->empty() ? 0 : (*planned_)[static_cast<size_t>(index)]);
+  *r.mutable_load_start() = load_start_;
+  const Prompt& p = (*prompts_)[static_cast<size_t>(index)];
+  r.set_requested_prompt_tokens(p.input_tokens());
+  r.set_requested_completion_tokens(p.output_tokens);
+  return r;
+}
+
+void LoadRunner::Impl::Finish(v1::RequestRecord record, bool completed) {
+  (completed ? completed_ : failed_)++;
+  {
+    absl::MutexLock lock(&mu_);
+    pending_.push_back(std::move(record));
+  }
+  --in_flight_;
+  Wake();
+}
+
+awaitable<void> LoadRunner::Impl::Dispatch() {
+  const int n = static_cast<int>(prompts_->size());
+  for (int i = 0; i < n; ++i) {
+    if (!cancelled_) {
+      Clock::time_point due = t0_ + std::chrono::nanoseconds(
+                                        planned_->empty() ? 0 : (*planned_)[static_cast<size_t>(i)]);
+      // The arrival is the planned time, or when the timer actually fired:
+      // timer lateness is schedule lag, not client queue time.
+      Clock::time_point arrival = due;
+      if (due > Clock::now()) {
+        error_code ec;
+        arrival_timer_->expires_at(due);
+        co_await arrival_timer_->async_wait(asio::redirect_error(use_awaitable, ec));
+        arrival = Clock::now();
+      }
+      while (in_flight_ >= options_.concurrency && !cancelled_) co_await WaitForWake();
+      if (!cancelled_) {
+        ++in_flight_;
+        int64_t queued = std::max<int64_t>(
+            0, std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - arrival).count());
+        asio::co_spawn(ioc_, Send(i, queued), asio::detached);
+        continue;
+      }
+    }
+    v1::RequestRecord r = NewRecord(i);
+    r.set_error("cancelled before send");
+    ++summary_.not_sent;
+    absl::MutexLock lock(&mu_);
+    pending_.push_back(std::move(r));
+  }
+  while (in_flight_ > 0) co_await WaitForWake();
+}
+
+awaitable<void> LoadRunner::Impl::Send(int index, int64_t queued_ns) {
+  const Prompt& prompt = (*prompts_)[static_cast<size_t>(index)];
+  // Rendered before the send timestamp: building a long prompt's body is
+  // client work, not server latency.
+  std::string wire = RenderHttpRequest(endpoint_, options_.api, model_, prompt, options_.load_tag);
+  v1::RequestRecord r = NewRecord(index);
+  r.set_queued_ns(queued_ns);
+  r.set_sent_ns(SinceStart());
+  ++sent_;
+  ++summary_.sent;
+  Clock::time_point deadline =
+      Clock::now() + std::chrono::nanoseconds(absl::ToInt64Nanoseconds(options_.request_timeout));
+
+  std::unique_ptr<Connection> conn;
+  std::string error;
+  bool saw_done = false, keep = false;
+  int status = 0;
+  // A pooled connection the server has closed while idle fails at once;
+  // such a request is retried once on a new connection.
+  for (int attempt = 0; attempt < 2 && !cancelled_; ++attempt) {
+    error.clear();
+    bool reused = false;
+    if (attempt == 0 && !idle_.empty()) {
+      conn = std::move(idle_.back());
+      idle_.pop_back();
+      reused = true;
+    } else {
+      conn = std::make_unique<Connection>(ioc_);
+      active_.insert(conn.get());  // So that a cancel also aborts the connect.
+      error_code ec = co_await Connect(*conn);
+      if (ec) {
+        active_.erase(conn.get());
+        error = cancelled_ ? "cancelled" : absl::StrCat("connect: ", ec.message());
+        conn.reset();
+        break;
+      }
+    }
+    active_.insert(conn.get());
+    conn->stream.expires_at(deadline);
+    error_code ec;
+    co_await asio::async_write(conn->stream, asio::buffer(wire), asio::redirect_error(use_awaitable, ec));
+    http::response_parser<http::buffer_body> parser;
+    // Not boost::none: Boost 1.74 compares Content-Length against the
+    // optional and rejects every sized body when it is empty.
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+    if (!ec) {
+      co_await http::async_read_header(conn->stream, conn->buffer, parser,
+                                       asio::redirect_error(use_awaitable, ec));
+    }
+    if (ec && reused && !cancelled_ && ec != beast::error::timeout) {
+      active_.erase(conn.get());
+      conn.reset();
+      continue;
+    }
+    status = ec ? 0 : parser.get().result_int();
+    std::string error_body;
+    SseParser sse;
+    std::string stream_error;
+    char buf[kReadChunk];
+    while (!ec && !parser.is_done()) {
+      parser.get().body().data = buf;
+      parser.get().body().size = sizeof buf;
+      co_await http::async_read_some(conn->stream, conn->buffer, parser,
+                                     asio::redirect_error(use_awaitable, ec));
+      if (ec == http::error::need_buffer) ec = {};
+      int64_t now = SinceStart();
+      size_t got = sizeof buf - parser.get().body().size;
+      if (got == 0) continue;
+      if (status != 200) {
+        if (error_body.size() < kMaxErrorBody * 4) {
+          error_body.append(buf, std::min(got, kMaxErrorBody * 4 - error_body.size()));
+        }
+        continue;
+      }
+      sse.Feed(absl::string_view(buf, got), [&](absl::string_view data) {
+        StreamChunk c = ParseStreamChunk(data, options_.api);
+        if (c.done) saw_done = true;
+        if (!c.error.empty() && stream_error.empty()) stream_error = c.error;
+        if (c.has_tokens) {
+          if (r.first_token_ns() == 0) r.set_first_token_ns(now);
+          r.add_chunk_ns(now);
+        }
+        if (c.has_usage) {
+          r.set_prompt_tokens(c.prompt_tokens);
+          r.set_completion_tokens(c.completion_tokens);
+          r.set_cached_tokens(c.cached_tokens);
+        }
+      });
+    }
+    active_.erase(conn.get());
+    r.set_end_ns(SinceStart());
+    if (ec == beast::error::timeout) {
+      error = absl::StrCat("timeout after ", absl::FormatDuration(options_.request_timeout));
+    } else if (cancelled_ && ec) {
+      error = "cancelled";
+    } else if (ec) {
+      error = absl::StrCat(status == 0 ? "request: " : "stream: ", ec.message());
+    } else if (status != 200) {
+      error = ErrorText(status, error_body);
+    } else if (!stream_error.empty()) {
+      error = absl::StrCat("stream error: ", stream_error);
+    } else if (!saw_done) {
+      error = "stream ended without [DONE]";
+    }
+    keep = !ec && parser.is_done() && parser.keep_alive();
+    break;
+  }
+  if (cancelled_ && error.empty() && !saw_done) error = "cancelled";
+  if (r.end_ns() == 0) r.set_end_ns(SinceStart());
+  r.set_http_status(status);
+  if (r.completion_tokens() == 0 && r.prompt_tokens() == 0) {
+    r.set_completion_tokens(r.chunk_ns_size());  // No usage chunk: the chunk count is all we know.
+  }
+  r.set_error(error);
+  if (conn && keep && !cancelled_) {
+    conn->stream.expires_never();
+    ++conn->served;
+    idle_.push_back(std::move(conn));
+  }
+  bool ok = error.empty();
+  (ok ? summary_.completed : summary_.failed)++;
+  Finish(std::move(r), ok);
+}
+
+awaitable<void> LoadRunner::Impl::Main(absl::Status* probe_status) {
+  *probe_status = co_await Probe();
+  if (!probe_status->ok()) co_return;
+  summary_.model = model_;
+  int n = static_cast<int>(prompts_->size());
+  int preconnect = options_.preconnect < 0 ? std::min(options_.concurrency, n)
+                                           : std::min(options_.preconnect, options_.concurrency);
+  co_await Preconnect(preconnect);
+  t0_ = Clock::now();
+  load_start_ = google::protobuf::util::TimeUtil::GetCurrentTime();
+  co_await Dispatch();
+  summary_.wall = absl::Nanoseconds(SinceStart());
+}
+
+void LoadRunner::Impl::WriterLoop(RecordSink& sink) {
+  while (true) {
+    std::vector<v1::RequestRecord> batch;
+    bool stop;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(&writer_stop_), options_.flush_interval);
+      batch.swap(pending_);
+      stop = writer_stop_;
+    }
+    if (!batch.empty()) {
+      absl::Status s = sink.Write(batch);
+      if (!s.ok()) {
+        {
+          absl::MutexLock lock(&mu_);
+          if (sink_status_.ok()) sink_status_ = s;
+        }
+        Cancel();
+      }
+    }
+    if (stop) {
+      absl::MutexLock lock(&mu_);
+      if (pending_.empty()) return;
+    }
+  }
+}
+
+absl::StatusOr<LoadSummary> LoadRunner::Impl::Run(const std::vector<Prompt>& prompts,
+                                                  const std::vector<int64_t>& planned,
+                                                  RecordSink& sink) {
+  if (!planned.empty() && planned.size() != prompts.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("planned_send_ns has ", planned.size(),
+                                                   " entries for ", prompts.size(), " prompts"));
+  }
+  error_code ec;
+  tcp::resolver resolver(ioc_);
+  endpoints_ = resolver.resolve(endpoint_.host, endpoint_.port, ec);
+  if (ec) {
+    return absl::UnavailableError(absl::StrCat("cannot resolve ", endpoint_.host, ": ",
+                                               ec.message(), "; no request was sent"));
+  }
+  ioc_.restart();
+  prompts_ = &prompts;
+  planned_ = &planned;
+  summary_ = LoadSummary{};
+  summary_.planned = static_cast<int64_t>(prompts.size());
+  sent_ = completed_ = failed_ = 0;
+  cancelled_ = false;
+  in_flight_ = 0;
+  idle_.clear();
+  wake_timer_ = std::make_unique<asio::steady_timer>(ioc_);
+  arrival_timer_ = std::make_unique<asio::steady_timer>(ioc_);
+  {
+    absl::MutexLock lock(&mu_);
+    writer_stop_ = false;
+    sink_status_ = absl::OkStatus();
+    pending_.clear();
+  }
+  std::thread writer([this, &sink] { WriterLoop(sink); });
+  absl::Status probe_status;
+  if (cancel_requested_) asio::post(ioc_, [this] { DoCancel(); });
+  asio::co_spawn(ioc_, Main(&probe_status), [](std::exception_ptr e) {
+    if (e) std::rethrow_exception(e);
+  });
+  ioc_.run();
+  idle_.clear();
+  wake_timer_.reset();
+  arrival_timer_.reset();
+  {
+    absl::MutexLock lock(&mu_);
+    writer_stop_ = true;
+  }
+  writer.join();
+  cancel_requested_ = false;
+  if (!probe_status.ok()) return probe_status;
+  absl::MutexLock lock(&mu_);
+  if (!sink_status_.ok()) return sink_status_;
+  return summary_;
+}
+
+LoadRunner::LoadRunner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LoadRunner::~LoadRunner() = default;
+
+absl::StatusOr<std::unique_ptr<LoadRunner>> LoadRunner::Create(LoadOptions options) {
+  if (options.concurrency <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("concurrency must be > 0, got ", options.concurrency));
+  }
+  if (options.request_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("request_timeout must be > 0");
+  }
+  absl::StatusOr<Endpoint> endpoint = ParseEndpoint(options.url);
+  if (!endpoint.ok()) return endpoint.status();
+  RaiseOpenFileLimit();
+  return std::unique_ptr<LoadRunner>(
+      new LoadRunner(std::make_unique<Impl>(std::move(options), *std::move(endpoint))));
+}
+
+absl::StatusOr<LoadSummary> LoadRunner::Run(const std::vector<Prompt>& prompts,
+                                            const std::vector<int64_t>& planned_send_ns,
+                                            RecordSink& sink) {
+  return impl_->Run(prompts, planned_send_ns, sink);
+}
+
+void LoadRunner::Cancel() { impl_->Cancel(); }
+LoadProgress LoadRunner::progress() const { return impl_->progress(); }
+
+}  // namespace servelab::loadgen

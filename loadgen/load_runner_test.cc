@@ -1,0 +1,258 @@
+#include "loadgen/load_runner.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "loadgen/fake_server.h"
+#include "loadgen/schedule.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/subprocess.h"
+
+namespace servelab::loadgen {
+namespace {
+
+using ::servelab::testing::IsOk;
+using ::servelab::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::Each;
+using ::testing::HasSubstr;
+using ::testing::Le;
+
+std::vector<Prompt> Prompts(int n, int input, int output) {
+  v1::DatasetSpec spec;
+  spec.set_input_tokens(input);
+  spec.set_output_tokens(output);
+  return *BuildPrompts(spec, n);
+}
+
+LoadOptions Options(const FakeServer& server, int concurrency) {
+  LoadOptions o;
+  o.url = server.url();
+  o.concurrency = concurrency;
+  o.experiment_id = "exp-7";
+  o.phase = v1::PHASE_FORMAL;
+  o.attempt = 2;
+  o.load_tag = "exp-7/formal";
+  o.request_timeout = absl::Seconds(10);
+  return o;
+}
+
+int ClosedPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+TEST(LoadRunnerTest, StreamsExactLengthsWithOrderedTimestamps) {
+  FakeServer server;
+  server.set_cached_tokens(3);
+  auto runner = LoadRunner::Create(Options(server, 2));
+  ASSERT_THAT(runner, IsOk());
+  MemorySink sink;
+  absl::StatusOr<LoadSummary> s = (*runner)->Run(Prompts(4, 8, 5), {}, sink);
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->completed, 4);
+  EXPECT_EQ(s->model, "fake-model");
+  ASSERT_EQ(sink.records().size(), 4u);
+  for (const auto& r : sink.records()) {
+    EXPECT_EQ(r.error(), "");
+    EXPECT_EQ(r.http_status(), 200);
+    EXPECT_EQ(r.experiment_id(), "exp-7");
+    EXPECT_EQ(r.phase(), v1::PHASE_FORMAL);
+    EXPECT_EQ(r.attempt(), 2);
+    EXPECT_EQ(r.prompt_tokens(), 8);
+    EXPECT_EQ(r.requested_prompt_tokens(), 8);
+    EXPECT_EQ(r.completion_tokens(), 5);
+    EXPECT_EQ(r.requested_completion_tokens(), 5);
+    EXPECT_EQ(r.cached_tokens(), 3);
+    ASSERT_EQ(r.chunk_ns_size(), 5);
+    EXPECT_EQ(r.first_token_ns(), r.chunk_ns(0));
+    EXPECT_LE(r.sent_ns(), r.first_token_ns());
+    for (int i = 1; i < 5; ++i) EXPECT_LT(r.chunk_ns(i - 1), r.chunk_ns(i));
+    EXPECT_LE(r.chunk_ns(4), r.end_ns());
+    EXPECT_TRUE(r.has_load_start());
+  }
+  ASSERT_EQ(server.heads().size(), 4u);
+  EXPECT_THAT(server.heads(), Each(HasSubstr("x-servelab-load: exp-7/formal")));
+  EXPECT_THAT(server.bodies(),
+              Each(AllOf(HasSubstr("\"model\":\"fake-model\""), HasSubstr("\"max_tokens\":5"),
+                         HasSubstr("\"min_tokens\":5"), HasSubstr("\"ignore_eos\":true"),
+                         HasSubstr("\"stream\":true"), HasSubstr("\"include_usage\":true"))));
+}
+
+TEST(LoadRunnerTest, RespectsConcurrencyCapAndReusesConnections) {
+  FakeServer server;
+  auto runner = LoadRunner::Create(Options(server, 3));
+  ASSERT_THAT(runner, IsOk());
+  MemorySink sink;
+  absl::StatusOr<LoadSummary> s = (*runner)->Run(Prompts(24, 4, 4), {}, sink);
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->completed, 24);
+  EXPECT_LE(server.max_in_flight(), 3);
+  EXPECT_GE(server.max_in_flight(), 2);
+  EXPECT_LE(server.connections(), 1 + 3);  // Probe + one per slot, kept alive.
+  EXPECT_LE(s->connections_opened, 1 + 3);
+}
+
+TEST(LoadRunnerTest, FollowsScheduleAndRecordsQueueTime) {
+  FakeServer server;
+  server.set_token_gap(absl::Milliseconds(5));
+  v1::WorkloadSpec w;
+  w.set_request_rate(100);
+  w.set_arrival(v1::ARRIVAL_CONSTANT);
+  std::vector<int64_t> planned = *PlanArrivals(w, 6);
+  // C = 1 and each request takes ~20 ms while one arrives every 10 ms: later
+  // arrivals wait for the slot, and that wait is their queued_ns.
+  auto runner = LoadRunner::Create(Options(server, 1));
+  ASSERT_THAT(runner, IsOk());
+  MemorySink sink;
+  ASSERT_THAT((*runner)->Run(Prompts(6, 4, 4), planned, sink), IsOk());
+  ASSERT_EQ(sink.records().size(), 6u);
+  std::vector<v1::RequestRecord> rs = sink.records();
+  std::sort(rs.begin(), rs.end(), [](auto& a, auto& b) { return a.index() < b.index(); });
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(rs[i].planned_send_ns(), i * 10'000'000LL);
+    EXPECT_GE(rs[i].sent_ns(), rs[i].planned_send_ns());
+    EXPECT_GE(rs[i].sent_ns() - rs[i].planned_send_ns(), rs[i].queued_ns());
+  }
+  EXPECT_LT(rs[0].queued_ns(), 1'000'000);
+  EXPECT_GT(rs[5].queued_ns(), 20'000'000);
+}
+
+TEST(LoadRunnerTest, Http500IsRecordedAndTheRunCompletes) {
+  FakeServer server;
+  server.set_mode(FakeServer::Mode::kHttp500);
+  auto runner = LoadRunner::Create(Options(server, 2));
+  MemorySink sink;
+  absl::StatusOr<LoadSummary> s = (*runner)->Run(Prompts(3, 4, 4), {}, sink);
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->failed, 3);
+  ASSERT_EQ(sink.records().size(), 3u);
+  for (const auto& r : sink.records()) {
+    EXPECT_EQ(r.http_status(), 500);
+    EXPECT_THAT(r.error(), HasSubstr("injected failure"));
+    EXPECT_GT(r.end_ns(), 0);
+  }
+}
+
+TEST(LoadRunnerTest, DroppedStreamAndMissingDoneAreErrors) {
+  FakeServer server;
+  server.set_mode(FakeServer::Mode::kDropMidStream);
+  auto runner = LoadRunner::Create(Options(server, 1));
+  MemorySink sink;
+  ASSERT_THAT((*runner)->Run(Prompts(2, 4, 6), {}, sink), IsOk());
+  for (const auto& r : sink.records()) {
+    EXPECT_THAT(r.error(), HasSubstr("stream"));
+    EXPECT_EQ(r.chunk_ns_size(), 3);
+  }
+  server.set_mode(FakeServer::Mode::kNoDone);
+  MemorySink sink2;
+  ASSERT_THAT((*runner)->Run(Prompts(2, 4, 6), {}, sink2), IsOk());
+  for (const auto& r : sink2.records()) EXPECT_THAT(r.error(), HasSubstr("without [DONE]"));
+}
+
+TEST(LoadRunnerTest, PerRequestTimeout) {
+  FakeServer server;
+  server.set_mode(FakeServer::Mode::kHang);
+  LoadOptions o = Options(server, 2);
+  o.request_timeout = absl::Milliseconds(200);
+  auto runner = LoadRunner::Create(o);
+  MemorySink sink;
+  absl::StatusOr<LoadSummary> s = (*runner)->Run(Prompts(2, 4, 4), {}, sink);
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->failed, 2);
+  for (const auto& r : sink.records()) {
+    EXPECT_THAT(r.error(), HasSubstr("timeout"));
+    EXPECT_GE(r.end_ns() - r.sent_ns(), 190'000'000);
+  }
+}
+
+TEST(LoadRunnerTest, UnreachableEndpointSendsNothing) {
+  LoadOptions o;
+  o.url = absl::StrCat("http://127.0.0.1:", ClosedPort());
+  o.concurrency = 4;
+  auto runner = LoadRunner::Create(o);
+  ASSERT_THAT(runner, IsOk());
+  MemorySink sink;
+  EXPECT_THAT((*runner)->Run(Prompts(3, 4, 4), {}, sink),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("no request was sent")));
+  EXPECT_TRUE(sink.records().empty());
+}
+
+TEST(LoadRunnerTest, RejectsBadOptions) {
+  LoadOptions o;
+  o.url = "http://127.0.0.1:1";
+  o.concurrency = 0;
+  EXPECT_THAT(LoadRunner::Create(o), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("concurrency")));
+  o.concurrency = 1;
+  o.url = "https://x";
+  EXPECT_THAT(LoadRunner::Create(o), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("https")));
+}
+
+TEST(LoadRunnerTest, CancelRecordsEveryRequest) {
+  FakeServer server;
+  server.set_token_gap(absl::Milliseconds(10));
+  auto runner = LoadRunner::Create(Options(server, 2));
+  ASSERT_THAT(runner, IsOk());
+  MemorySink sink;
+  std::thread canceller([&] {
+    ASSERT_TRUE(servelab::testing::WaitFor([&] { return (*runner)->progress().completed >= 2; },
+                                           absl::Seconds(20)));
+    (*runner)->Cancel();
+  });
+  absl::StatusOr<LoadSummary> s = (*runner)->Run(Prompts(40, 4, 5), {}, sink);
+  canceller.join();
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(sink.records().size(), 40u);
+  EXPECT_GT(s->not_sent, 0);
+  EXPECT_EQ(s->sent + s->not_sent, 40);
+  int cancelled = 0;
+  for (const auto& r : sink.records()) cancelled += absl::StrContains(r.error(), "cancelled");
+  EXPECT_EQ(cancelled, s->not_sent + (s->sent - s->completed));
+}
+
+TEST(LoadRunnerTest, WritesBatchesWhileRunning) {
+  FakeServer server;
+  server.set_token_gap(absl::Milliseconds(10));
+  LoadOptions o = Options(server, 1);
+  o.flush_interval = absl::Milliseconds(20);
+  auto runner = LoadRunner::Create(o);
+  MemorySink sink;
+  ASSERT_THAT((*runner)->Run(Prompts(6, 4, 4), {}, sink), IsOk());  // ~240 ms.
+  EXPECT_EQ(sink.records().size(), 6u);
+  EXPECT_GE(sink.batches(), 3);
+}
+
+class FailingSink : public RecordSink {
+ public:
+  absl::Status Write(const std::vector<v1::RequestRecord>&) override {
+    return absl::InternalError("disk full");
+  }
+};
+
+TEST(LoadRunnerTest, SinkErrorStopsTheLoad) {
+  FakeServer server;
+  auto runner = LoadRunner::Create(Options(server, 1));
+  FailingSink sink;
+  EXPECT_THAT((*runner)->Run(Prompts(400, 4, 4), {}, sink),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("disk full")));
+  EXPECT_LT(server.requests(), 400);
+}
+
+}  // namespace
+}  // namespace servelab::loadgen

@@ -1,0 +1,65 @@
+#include "loadgen/request.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/testing/status_matchers.h"
+
+namespace servelab::loadgen {
+namespace {
+
+using ::servelab::testing::IsOk;
+using ::servelab::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+TEST(EndpointTest, Parses) {
+  auto ep = ParseEndpoint("http://127.0.0.1:8000/proxy/");
+  ASSERT_THAT(ep, IsOk());
+  EXPECT_EQ(ep->host, "127.0.0.1");
+  EXPECT_EQ(ep->port, "8000");
+  EXPECT_EQ(ep->base_path, "/proxy");
+  EXPECT_EQ(RequestPath(*ep, v1::API_CHAT_COMPLETIONS), "/proxy/v1/chat/completions");
+  EXPECT_EQ(ParseEndpoint("http://localhost")->port, "80");
+  EXPECT_THAT(ParseEndpoint("https://a:1"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("https")));
+  EXPECT_THAT(ParseEndpoint("127.0.0.1:80"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("http://")));
+  EXPECT_THAT(ParseEndpoint("http://a:99999"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("port")));
+}
+
+TEST(RenderTest, CompletionsBodyAsksForExactOutput) {
+  Prompt p;
+  p.token_ids = {101, 102};
+  p.output_tokens = 3;
+  EXPECT_EQ(RenderBody(v1::API_COMPLETIONS, "m", p),
+            R"({"model":"m","prompt":[101,102],"max_tokens":3,"min_tokens":3,"ignore_eos":true,)"
+            R"("stream":true,"stream_options":{"include_usage":true}})");
+}
+
+TEST(RenderTest, ChatBodyHasOneWordPerToken) {
+  Prompt p;
+  p.token_ids = {5, 6};
+  p.output_tokens = 1;
+  EXPECT_THAT(RenderBody(v1::API_CHAT_COMPLETIONS, "m", p),
+              HasSubstr(R"("messages":[{"role":"user","content":"t5 t6"}])"));
+  Prompt text;
+  text.text = "say \"hi\"\n";
+  text.output_tokens = 1;
+  EXPECT_THAT(RenderBody(v1::API_COMPLETIONS, "m", text), HasSubstr(R"("prompt":"say \"hi\"\n")"));
+}
+
+TEST(RenderTest, HttpRequestHasHeadersAndLength) {
+  Endpoint ep = *ParseEndpoint("http://h:1");
+  Prompt p;
+  p.token_ids = {1};
+  p.output_tokens = 1;
+  std::string body = RenderBody(v1::API_COMPLETIONS, "m", p);
+  std::string wire = RenderHttpRequest(ep, v1::API_COMPLETIONS, "m", p, "tag-1");
+  EXPECT_THAT(wire, StartsWith("POST /v1/completions HTTP/1.1\r\nHost: h:1\r\n"));
+  EXPECT_THAT(wire, HasSubstr("x-servelab-load: tag-1\r\n"));
+  EXPECT_THAT(wire, HasSubstr("Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
+  EXPECT_THAT(RenderHttpRequest(ep, v1::API_COMPLETIONS, "m", p, ""),
+              ::testing::Not(HasSubstr("x-servelab-load")));
+}
+
+}  // namespace
+}  // namespace servelab::loadgen

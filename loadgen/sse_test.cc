@@ -1,0 +1,74 @@
+#include "loadgen/sse.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace servelab::loadgen {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(SseParserTest, SplitsEventsAcrossArbitraryReads) {
+  std::string stream =
+      "data: {\"a\":1}\n\n: comment\n\ndata: {\"b\":2}\r\n\r\nevent: x\ndata: one\ndata: two\n\n"
+      "data: [DONE]\n\n";
+  // Every split point gives the same events.
+  for (size_t cut = 0; cut <= stream.size(); ++cut) {
+    SseParser p;
+    std::vector<std::string> events;
+    auto on = [&](absl::string_view d) { events.emplace_back(d); };
+    p.Feed(absl::string_view(stream).substr(0, cut), on);
+    p.Feed(absl::string_view(stream).substr(cut), on);
+    EXPECT_THAT(events, ElementsAre("{\"a\":1}", "{\"b\":2}", "one\ntwo", "[DONE]")) << cut;
+  }
+}
+
+TEST(ParseStreamChunkTest, CompletionTokenChunk) {
+  StreamChunk c = ParseStreamChunk(
+      R"({"id":"x","object":"text_completion","choices":[{"index":0,"text":" w1","logprobs":null,"finish_reason":null}],"usage":null})",
+      v1::API_COMPLETIONS);
+  EXPECT_TRUE(c.has_tokens);
+  EXPECT_FALSE(c.has_usage);
+  EXPECT_EQ(c.error, "");
+}
+
+TEST(ParseStreamChunkTest, UsageChunk) {
+  StreamChunk c = ParseStreamChunk(
+      R"({"id":"x","choices":[],"usage":{"prompt_tokens":131072,"total_tokens":132096,"completion_tokens":1024,"prompt_tokens_details":{"cached_tokens":117968}}})",
+      v1::API_COMPLETIONS);
+  EXPECT_FALSE(c.has_tokens);
+  EXPECT_TRUE(c.has_usage);
+  EXPECT_EQ(c.prompt_tokens, 131072);
+  EXPECT_EQ(c.completion_tokens, 1024);
+  EXPECT_EQ(c.cached_tokens, 117968);
+}
+
+TEST(ParseStreamChunkTest, ChatRoleChunkIsNotAToken) {
+  EXPECT_FALSE(ParseStreamChunk(R"({"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]})",
+                                v1::API_CHAT_COMPLETIONS)
+                   .has_tokens);
+  EXPECT_TRUE(ParseStreamChunk(R"({"choices":[{"index":0,"delta":{"content":" w\"}{"}}]})",
+                               v1::API_CHAT_COMPLETIONS)
+                  .has_tokens);
+}
+
+TEST(ParseStreamChunkTest, EscapedKeysInsideTextAreNotFields) {
+  StreamChunk c = ParseStreamChunk(R"({"choices":[{"text":"\"usage\":{\"prompt_tokens\":9}"}]})",
+                                   v1::API_COMPLETIONS);
+  EXPECT_TRUE(c.has_tokens);
+  EXPECT_FALSE(c.has_usage);
+}
+
+TEST(ParseStreamChunkTest, DoneErrorAndMalformed) {
+  EXPECT_TRUE(ParseStreamChunk("[DONE]", v1::API_COMPLETIONS).done);
+  EXPECT_EQ(ParseStreamChunk(R"({"error":{"message":"overloaded","code":503}})", v1::API_COMPLETIONS).error,
+            "overloaded");
+  EXPECT_THAT(ParseStreamChunk(R"({"choices":[{"text":)", v1::API_COMPLETIONS).error,
+              HasSubstr("malformed"));
+}
+
+}  // namespace
+}  // namespace servelab::loadgen
