@@ -1,0 +1,408 @@
+#include "sim/engine.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace servelab::sim {
+namespace {
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+double SecondsBetween(SteadyClock::time_point a, SteadyClock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+int64_t BlocksFor(int64_t tokens, int64_t block_size) {
+  return (tokens + block_size - 1) / block_size;
+}
+
+}  // namespace
+
+Engine::Engine(const SimConfig& config, Role role, uint64_t seed, double time_scale)
+    : config_(config),
+      role_(role),
+      time_scale_(time_scale),
+      cost_(config_),
+      rng_(seed),
+      faults_(config.faults),
+      ready_at_(SteadyClock::now()),
+      cache_(config.block_size, config.num_gpu_blocks),
+      ttft_(TtftBuckets()),
+      e2e_(E2eBuckets()),
+      itl_(InterTokenBuckets()),
+      queue_(E2eBuckets()) {
+  // The configured slow start is a one-shot addition to the load time, not a
+  // standing fault.
+  faults_.slow_start_seconds = 0;
+  faults_.refuse_connections_seconds = 0;
+}
+
+std::chrono::nanoseconds Engine::Scaled(double modelled_seconds, double jitter) const {
+  double ns = modelled_seconds * time_scale_ * jitter * 1e9;
+  return std::chrono::nanoseconds(static_cast<int64_t>(std::llround(std::max(ns, 0.0))));
+}
+
+void Engine::EnterLoading(double modelled_seconds) {
+  absl::MutexLock lock(&mu_);
+  ready_at_ = std::max(ready_at_, SteadyClock::now() + Scaled(modelled_seconds));
+}
+
+bool Engine::Ready() const {
+  absl::MutexLock lock(&mu_);
+  return SteadyClock::now() >= ready_at_;
+}
+
+double Engine::Uniform() {
+  return static_cast<double>(rng_() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+std::unique_ptr<RequestState> Engine::Arrive(GenerationRequest request, RequestMeta meta) {
+  auto r = std::make_unique<RequestState>();
+  r->request = std::move(request);
+  r->meta = std::move(meta);
+  r->arrival = SteadyClock::now();
+  r->arrival_unix = UnixNow();
+  absl::MutexLock lock(&mu_);
+  r->id = ++next_id_;
+  ++received_;
+  ++in_flight_;
+  // Always the same five draws, whatever the config, so enabling a fault does
+  // not shift the durations of the other requests.
+  double jitter_draw = Uniform(), error_draw = Uniform(), hang_draw = Uniform(),
+         drop_draw = Uniform();
+  uint64_t request_seed = rng_();
+  r->jitter = 1.0 + config_.jitter * (2 * jitter_draw - 1);
+  r->text_seed = request_seed;
+  r->error_status = faults_.error_status;
+  if (faults_.error_next > 0) {
+    --faults_.error_next;
+    r->fault = FaultAction::kError;
+  } else if (error_draw < faults_.error_fraction) {
+    r->fault = FaultAction::kError;
+  } else if (faults_.hang_next > 0) {
+    --faults_.hang_next;
+    r->fault = FaultAction::kHang;
+  } else if (hang_draw < faults_.hang_fraction) {
+    r->fault = FaultAction::kHang;
+  } else if (faults_.drop_next > 0) {
+    --faults_.drop_next;
+    r->fault = FaultAction::kDrop;
+  } else if (drop_draw < faults_.drop_fraction) {
+    r->fault = FaultAction::kDrop;
+  }
+  const GenerationRequest& q = r->request;
+  r->output_tokens = q.max_tokens;
+  r->finish_reason = "length";
+  r->drop_after_tokens = faults_.drop_after_tokens;
+  if (!q.ignore_eos && config_.eos_probability > 0) {
+    std::mt19937_64 eos_rng(request_seed);
+    for (int64_t n = std::max<int64_t>(q.min_tokens, 1); n < q.max_tokens; ++n) {
+      if (static_cast<double>(eos_rng() >> 11) * (1.0 / 9007199254740992.0) <
+          config_.eos_probability) {
+        r->output_tokens = n;
+        r->finish_reason = "stop";
+        break;
+      }
+    }
+  }
+  if (!r->meta.load_tag.empty()) {
+    LoadWitness& w = loads_[r->meta.load_tag];
+    if (w.arrived == 0) w.first_arrival_unix = r->arrival_unix;
+    ++w.arrived;
+    ++w.in_flight;
+  }
+  return r;
+}
+
+bool Engine::CanAdmit(const RequestState& r) const {
+  if (running_ >= config_.max_num_seqs) return false;
+  int64_t need = BlocksFor(static_cast<int64_t>(r.request.prompt_tokens.size()) + r.output_tokens,
+                           config_.block_size);
+  // A request larger than the whole KV cache still runs alone rather than never.
+  return running_ == 0 || reserved_blocks_ + need <= config_.num_gpu_blocks;
+}
+
+void Engine::Admit(RequestState& r) {
+  r.admitted = true;
+  r.admitted_at = SteadyClock::now();
+  r.reserved_blocks = BlocksFor(
+      static_cast<int64_t>(r.request.prompt_tokens.size()) + r.output_tokens, config_.block_size);
+  reserved_blocks_ += r.reserved_blocks;
+  ++running_;
+  queue_.Observe(SecondsBetween(r.arrival, r.admitted_at));
+}
+
+bool Engine::TryAdmit(RequestState& r, std::function<void()> wake) {
+  absl::MutexLock lock(&mu_);
+  if (waiting_.empty() && CanAdmit(r)) {
+    Admit(r);
+    return true;
+  }
+  waiting_.push_back(Waiter{&r, std::move(wake)});
+  return false;
+}
+
+std::chrono::nanoseconds Engine::StartPrefill(RequestState& r) {
+  absl::MutexLock lock(&mu_);
+  const std::vector<int64_t>& tokens = r.request.prompt_tokens;
+  const int64_t prompt_len = static_cast<int64_t>(tokens.size());
+  r.cached_tokens = config_.enable_prefix_caching ? cache_.Lookup(tokens) : 0;
+  cache_queries_ += prompt_len;
+  cache_hits_ += r.cached_tokens;
+  prompt_tokens_ += prompt_len;
+  double seconds;
+  if (r.request.kv_transferred) {
+    // The prefill instance computed the prompt; this side pulls the KV it does
+    // not already hold, then runs one decode step for the first token.
+    int64_t transferred = prompt_len - r.cached_tokens;
+    kv_transfer_tokens_ += transferred;
+    seconds = cost_.KvTransferSeconds(transferred) + cost_.DecodeStepSeconds(running_);
+  } else {
+    seconds = cost_.PrefillSeconds(prompt_len - r.cached_tokens, prefilling_);
+  }
+  if (prefills_started_ < config_.cold_start_requests) seconds += config_.cold_start_penalty_seconds;
+  ++prefills_started_;
+  ++prefilling_;
+  return Scaled(seconds, r.jitter);
+}
+
+void Engine::EndPrefill(RequestState& r) {
+  absl::MutexLock lock(&mu_);
+  --prefilling_;
+  if (config_.enable_prefix_caching) cache_.Insert(r.request.prompt_tokens);
+}
+
+std::chrono::nanoseconds Engine::DecodeStep(RequestState& r) {
+  absl::MutexLock lock(&mu_);
+  return Scaled(cost_.DecodeStepSeconds(running_), r.jitter);
+}
+
+void Engine::OnToken(RequestState& r) {
+  SteadyClock::time_point now = SteadyClock::now();
+  absl::MutexLock lock(&mu_);
+  if (r.generated == 0) {
+    r.ttft_seconds = SecondsBetween(r.arrival, now);
+    ttft_.Observe(r.ttft_seconds);
+  } else {
+    itl_.Observe(SecondsBetween(r.last_token, now));
+  }
+  r.last_token = now;
+  ++r.generated;
+  if (role_ != Role::kRouter) ++generation_tokens_;
+}
+
+void Engine::Finish(RequestState& r, Outcome outcome, int http_status) {
+  SteadyClock::time_point now = SteadyClock::now();
+  std::vector<std::function<void()>> wakes;
+  bool exit_now = false;
+  int exit_code = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    --in_flight_;
+    if (r.admitted) {
+      --running_;
+      reserved_blocks_ -= r.reserved_blocks;
+      r.admitted = false;
+      while (!waiting_.empty() && CanAdmit(*waiting_.front().request)) {
+        Admit(*waiting_.front().request);
+        wakes.push_back(std::move(waiting_.front().wake));
+        waiting_.pop_front();
+      }
+    } else {
+      // Finished before admission (error fault, or the client went away while queued).
+      std::erase_if(waiting_, [&](const Waiter& w) { return w.request == &r; });
+    }
+    const char* outcome_name = "success";
+    switch (outcome) {
+      case Outcome::kSuccess:
+        ++(absl::string_view(r.finish_reason) == "stop" ? success_stop_ : success_length_);
+        e2e_.Observe(SecondsBetween(r.arrival, now));
+        break;
+      case Outcome::kError: outcome_name = "error"; break;
+      case Outcome::kDropped: outcome_name = "dropped"; break;
+      case Outcome::kAborted: outcome_name = "aborted"; break;
+    }
+    if (outcome != Outcome::kSuccess) ++failed_[outcome_name];
+    double queue_seconds = r.admitted_at.time_since_epoch().count() == 0
+                               ? 0
+                               : SecondsBetween(r.arrival, r.admitted_at);
+    history_.push_back(FinishedRecord{r.id, r.meta.request_id, r.meta.load_tag, r.arrival_unix,
+                                      http_status, outcome_name,
+                                      static_cast<int64_t>(r.request.prompt_tokens.size()),
+                                      r.cached_tokens, r.generated, r.request.kv_transferred,
+                                      queue_seconds, r.ttft_seconds, SecondsBetween(r.arrival, now)});
+    while (static_cast<int64_t>(history_.size()) > config_.debug_request_history) {
+      history_.pop_front();
+    }
+    if (!r.meta.load_tag.empty()) {
+      LoadWitness& w = loads_[r.meta.load_tag];
+      w.last_completion_unix = std::max(w.last_completion_unix, UnixNow());
+      ++w.completed;
+      --w.in_flight;
+    }
+    ++finished_;
+    if (faults_.exit_after_requests > 0 && finished_ >= faults_.exit_after_requests) {
+      exit_now = true;
+      exit_code = faults_.exit_code;
+    }
+  }
+  for (auto& wake : wakes) wake();
+  if (exit_now) {
+    if (auto log = spdlog::get("sim")) log->warn("fault: exit_after_requests reached, exiting");
+    spdlog::shutdown();
+    std::_Exit(exit_code);
+  }
+}
+
+void Engine::ResetPrefixCache() {
+  absl::MutexLock lock(&mu_);
+  cache_.Clear();
+}
+
+absl::StatusOr<FaultEffects> Engine::ApplyFaults(const JsonValue& body) {
+  absl::MutexLock lock(&mu_);
+  FaultConfig merged = faults_;
+  absl::Status s = MergeFaults(body, merged);
+  if (!s.ok()) return s;
+  FaultEffects effects;
+  if (merged.slow_start_seconds > 0) {
+    ready_at_ = std::max(ready_at_, SteadyClock::now() + Scaled(merged.slow_start_seconds));
+  }
+  effects.refuse_connections = Scaled(merged.refuse_connections_seconds);
+  // Both are one-shot actions, not standing state.
+  merged.slow_start_seconds = 0;
+  merged.refuse_connections_seconds = 0;
+  faults_ = merged;
+  return effects;
+}
+
+std::string Engine::FaultsJson() const {
+  absl::MutexLock lock(&mu_);
+  return FaultsToJson(faults_);
+}
+
+std::string Engine::Labels() const { return absl::StrCat("model_name=\"", config_.model, "\",engine=\"0\""); }
+
+std::string Engine::RenderMetrics() const {
+  std::string labels = Labels();
+  std::string out;
+  out.reserve(8192);
+  absl::MutexLock lock(&mu_);
+  auto gauge = [&](absl::string_view name, absl::string_view help, double v) {
+    RenderHeader(name, "gauge", help, out);
+    RenderSample(name, labels, v, out);
+  };
+  auto counter = [&](const std::string& name, absl::string_view help, double v) {
+    RenderHeader(name, "counter", help, out);
+    RenderSample(absl::StrCat(name, "_total"), labels, v, out);
+  };
+  gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
+        static_cast<double>(role_ == Role::kRouter ? in_flight_ : running_));
+  gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
+        static_cast<double>(waiting_.size()));
+  gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
+        std::min(1.0, static_cast<double>(reserved_blocks_) / config_.num_gpu_blocks));
+  counter("vllm:prompt_tokens", "Number of prefill tokens processed.", prompt_tokens_);
+  counter("vllm:generation_tokens", "Number of generation tokens processed.", generation_tokens_);
+  counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
+          cache_queries_);
+  counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+          cache_hits_);
+  RenderHeader("vllm:request_success", "counter", "Count of successfully processed requests.", out);
+  RenderSample("vllm:request_success_total", absl::StrCat(labels, ",finished_reason=\"length\""),
+               success_length_, out);
+  RenderSample("vllm:request_success_total", absl::StrCat(labels, ",finished_reason=\"stop\""),
+               success_stop_, out);
+  ttft_.Render("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+               labels, out);
+  e2e_.Render("vllm:e2e_request_latency_seconds",
+              "Histogram of e2e request latency in seconds.", labels, out);
+  itl_.Render("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+              labels, out);
+  queue_.Render("vllm:request_queue_time_seconds",
+                "Histogram of time spent in WAITING phase for request.", labels, out);
+  // servelab extras (not in vLLM): raw arrivals, failures, KV transfer, witness.
+  RenderHeader("servelab_sim_info", "gauge", "Role and model of this sim instance.", out);
+  RenderSample("servelab_sim_info", absl::StrCat(labels, ",role=\"", RoleName(role_), "\""), 1, out);
+  counter("servelab_sim_requests_received", "Generation requests received (valid ones).",
+          received_);
+  RenderHeader("servelab_sim_requests_failed", "counter", "Requests that did not succeed, by outcome.",
+               out);
+  for (const char* o : {"error", "dropped", "aborted"}) {
+    auto it = failed_.find(o);
+    RenderSample("servelab_sim_requests_failed_total",
+                 absl::StrCat(labels, ",outcome=\"", o, "\""),
+                 it == failed_.end() ? 0 : it->second, out);
+  }
+  counter("servelab_sim_kv_transfer_tokens", "Prompt tokens received by KV transfer.",
+          kv_transfer_tokens_);
+  RenderHeader("servelab_sim_load_first_arrival_timestamp_seconds", "gauge",
+               "Unix time of the first request carrying x-servelab-load.", out);
+  for (const auto& [tag, w] : loads_) {
+    RenderSample("servelab_sim_load_first_arrival_timestamp_seconds",
+                 absl::StrCat("load=", JsonQuote(tag)), w.first_arrival_unix, out);
+  }
+  RenderHeader("servelab_sim_load_last_completion_timestamp_seconds", "gauge",
+               "Unix time the last request carrying x-servelab-load ended.", out);
+  for (const auto& [tag, w] : loads_) {
+    RenderSample("servelab_sim_load_last_completion_timestamp_seconds",
+                 absl::StrCat("load=", JsonQuote(tag)), w.last_completion_unix, out);
+  }
+  RenderHeader("servelab_sim_load_in_flight", "gauge", "Requests of a load not yet ended.", out);
+  for (const auto& [tag, w] : loads_) {
+    RenderSample("servelab_sim_load_in_flight", absl::StrCat("load=", JsonQuote(tag)),
+                 w.in_flight, out);
+  }
+  return out;
+}
+
+std::string Engine::DebugRequestsJson() const {
+  absl::MutexLock lock(&mu_);
+  std::string out = "{\"requests\":[";
+  bool first = true;
+  for (const FinishedRecord& f : history_) {
+    if (!first) out += ',';
+    first = false;
+    absl::StrAppend(&out, "{\"id\":", f.id, ",\"request_id\":", JsonQuote(f.request_id),
+                    ",\"load\":", JsonQuote(f.load_tag), ",\"arrival_unix\":",
+                    absl::StrFormat("%.6f", f.arrival_unix), ",\"http_status\":", f.http_status,
+                    ",\"outcome\":\"", f.outcome, "\",\"prompt_tokens\":", f.prompt_tokens,
+                    ",\"cached_tokens\":", f.cached_tokens,
+                    ",\"completion_tokens\":", f.completion_tokens,
+                    ",\"kv_transferred\":", f.kv_transferred ? "true" : "false",
+                    ",\"queue_seconds\":", absl::StrFormat("%.6f", f.queue_seconds),
+                    ",\"ttft_seconds\":",
+                    f.ttft_seconds < 0 ? std::string("null") : absl::StrFormat("%.6f", f.ttft_seconds),
+                    ",\"e2e_seconds\":", absl::StrFormat("%.6f", f.e2e_seconds), "}");
+  }
+  absl::StrAppend(&out, "],\"in_flight\":", in_flight_, ",\"running\":", running_,
+                  ",\"waiting\":", waiting_.size(), "}");
+  return out;
+}
+
+std::string Engine::LoadsJson() const {
+  absl::MutexLock lock(&mu_);
+  std::string out = "{\"loads\":{";
+  bool first = true;
+  for (const auto& [tag, w] : loads_) {
+    if (!first) out += ',';
+    first = false;
+    absl::StrAppend(&out, JsonQuote(tag), ":{\"first_arrival_unix\":",
+                    absl::StrFormat("%.6f", w.first_arrival_unix), ",\"last_completion_unix\":",
+                    absl::StrFormat("%.6f", w.last_completion_unix), ",\"arrived\":", w.arrived,
+                    ",\"completed\":", w.completed, ",\"in_flight\":", w.in_flight, "}");
+  }
+  out += "}}";
+  return out;
+}
+
+}  // namespace servelab::sim

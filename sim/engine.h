@@ -1,0 +1,191 @@
+// Engine: the simulated serving instance's state — admission (max_num_seqs
+// and KV blocks, FIFO waiting queue), the prefix cache, the latency model,
+// fault decisions, metrics, the per-load overlap witness and the recent
+// request log. It decides *how long* things take; the HTTP layer (server.cc)
+// does the waiting on timers and the writing, so this class has no I/O and no
+// Asio, and unit tests can drive it directly.
+//
+// Request lifecycle, in the order the server calls it:
+//   auto r = engine.Arrive(std::move(request), meta);   // fault decided here
+//   if (!engine.TryAdmit(*r, wake)) { ...wait until wake() runs... }
+//   wait(engine.StartPrefill(*r)); engine.EndPrefill(*r);
+//   for each token: (i > 0: wait(engine.DecodeStep(*r))) engine.OnToken(*r);
+//   engine.Finish(*r, outcome, http_status);
+// The router role only calls Arrive / OnToken / Finish.
+//
+// Determinism: every random draw happens in Arrive, a fixed number per
+// request, from one generator seeded with --seed, so a seed and an arrival
+// order give the same durations, lengths and faults.
+//
+// Thread-safe: all state is guarded by mu_. `wake` callbacks run without the
+// lock held, on the thread that freed the slot; they must only post.
+#ifndef SERVELAB_SIM_ENGINE_H_
+#define SERVELAB_SIM_ENGINE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "sim/config.h"
+#include "sim/cost_model.h"
+#include "sim/metrics.h"
+#include "sim/prefix_cache.h"
+#include "sim/request.h"
+
+namespace servelab::sim {
+
+using SteadyClock = std::chrono::steady_clock;
+
+enum class FaultAction { kNone, kHang, kError, kDrop };
+enum class Outcome { kSuccess, kError, kDropped, kAborted };
+
+struct RequestMeta {
+  std::string request_id;  // x-request-id, echoed in /debug/requests
+  std::string load_tag;    // x-servelab-load, the overlap witness key
+};
+
+// One request's state; owned by the HTTP handler, updated by the Engine.
+struct RequestState {
+  uint64_t id = 0;
+  RequestMeta meta;
+  GenerationRequest request;
+  FaultAction fault = FaultAction::kNone;
+  int error_status = 503;         // for FaultAction::kError
+  int64_t drop_after_tokens = 1;  // for FaultAction::kDrop
+  int64_t output_tokens = 0;  // planned completion length
+  const char* finish_reason = "length";
+  uint64_t text_seed = 0;
+  double jitter = 1.0;
+  int64_t cached_tokens = 0;
+  int64_t generated = 0;
+  int64_t reserved_blocks = 0;
+  bool admitted = false;
+  SteadyClock::time_point arrival;
+  SteadyClock::time_point admitted_at;
+  SteadyClock::time_point last_token;
+  double arrival_unix = 0;
+  double ttft_seconds = -1;
+};
+
+// What POST /admin/faults asks the HTTP layer to do besides updating state.
+struct FaultEffects {
+  std::chrono::nanoseconds refuse_connections{0};
+};
+
+class Engine {
+ public:
+  Engine(const SimConfig& config, Role role, uint64_t seed, double time_scale);
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  const SimConfig& config() const { return config_; }
+  Role role() const { return role_; }
+  // A modelled duration scaled by --time-scale (and `jitter`).
+  std::chrono::nanoseconds Scaled(double modelled_seconds, double jitter = 1.0) const;
+
+  // Loading: /health is 503 and generation is refused until the (scaled) time
+  // has passed. Called at start with load_time + faults.slow_start, and by
+  // the slow_start fault at run time.
+  void EnterLoading(double modelled_seconds);
+  bool Ready() const;
+
+  std::unique_ptr<RequestState> Arrive(GenerationRequest request, RequestMeta meta);
+  // True when admitted now; otherwise queued and `wake` runs once admitted.
+  bool TryAdmit(RequestState& r, std::function<void()> wake);
+  // Prefill (or, for a transferred prompt on the decode side, the KV transfer
+  // plus the first decode step) up to the first token.
+  std::chrono::nanoseconds StartPrefill(RequestState& r);
+  void EndPrefill(RequestState& r);
+  // Time from the previous token to the next one.
+  std::chrono::nanoseconds DecodeStep(RequestState& r);
+  // A token was written to the client (the first one defines server-side TTFT).
+  void OnToken(RequestState& r);
+  // Ends the request, frees its slot, records it. May exit the process when
+  // faults.exit_after_requests is reached (after the response was written).
+  void Finish(RequestState& r, Outcome outcome, int http_status);
+
+  void ResetPrefixCache();
+  absl::StatusOr<FaultEffects> ApplyFaults(const JsonValue& body);
+  std::string FaultsJson() const;
+
+  std::string RenderMetrics() const;
+  std::string DebugRequestsJson() const;  // GET /debug/requests
+  std::string LoadsJson() const;          // GET /debug/loads
+
+ private:
+  struct Waiter {
+    RequestState* request;
+    std::function<void()> wake;
+  };
+  struct FinishedRecord {
+    uint64_t id;
+    std::string request_id;
+    std::string load_tag;
+    double arrival_unix;
+    int http_status;
+    const char* outcome;
+    int64_t prompt_tokens, cached_tokens, completion_tokens;
+    bool kv_transferred;
+    double queue_seconds, ttft_seconds, e2e_seconds;
+  };
+  struct LoadWitness {
+    double first_arrival_unix = 0;
+    double last_completion_unix = 0;
+    int64_t arrived = 0;
+    int64_t completed = 0;
+    int64_t in_flight = 0;
+  };
+
+  double Uniform() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool CanAdmit(const RequestState& r) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Admit(RequestState& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string Labels() const;
+
+  // Constant after construction.
+  const SimConfig config_;
+  const Role role_;
+  const double time_scale_;
+  const CostModel cost_;
+
+  mutable absl::Mutex mu_;
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
+  FaultConfig faults_ ABSL_GUARDED_BY(mu_);
+  SteadyClock::time_point ready_at_ ABSL_GUARDED_BY(mu_);
+  PrefixCache cache_ ABSL_GUARDED_BY(mu_);
+  std::deque<Waiter> waiting_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t running_ ABSL_GUARDED_BY(mu_) = 0;   // admitted, not finished
+  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // arrived, not finished
+  int64_t prefilling_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t reserved_blocks_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t prefills_started_ ABSL_GUARDED_BY(mu_) = 0;  // for the cold start
+  int64_t finished_ ABSL_GUARDED_BY(mu_) = 0;
+  // Counters (vLLM names in RenderMetrics).
+  uint64_t received_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t prompt_tokens_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t generation_tokens_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t cache_queries_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t cache_hits_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t kv_transfer_tokens_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t success_length_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t success_stop_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, uint64_t> failed_ ABSL_GUARDED_BY(mu_);
+  Histogram ttft_ ABSL_GUARDED_BY(mu_);
+  Histogram e2e_ ABSL_GUARDED_BY(mu_);
+  Histogram itl_ ABSL_GUARDED_BY(mu_);
+  Histogram queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<FinishedRecord> history_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, LoadWitness> loads_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace servelab::sim
+
+#endif  // SERVELAB_SIM_ENGINE_H_

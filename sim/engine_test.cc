@@ -1,0 +1,131 @@
+#include "sim/engine.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/testing/status_matchers.h"
+
+namespace servelab::sim {
+namespace {
+
+using ::servelab::testing::IsOk;
+using ::testing::HasSubstr;
+
+GenerationRequest Request(int64_t prompt_len, int64_t max_tokens) {
+  GenerationRequest r;
+  for (int64_t i = 0; i < prompt_len; ++i) r.prompt_tokens.push_back(i);
+  r.max_tokens = max_tokens;
+  r.ignore_eos = true;
+  return r;
+}
+
+TEST(EngineTest, AdmitsUpToMaxNumSeqsThenQueuesInOrder) {
+  SimConfig c;
+  c.max_num_seqs = 1;
+  Engine engine(c, Role::kUnified, 1, 1.0);
+  auto a = engine.Arrive(Request(4, 2), {});
+  auto b = engine.Arrive(Request(4, 2), {});
+  bool woke = false;
+  EXPECT_TRUE(engine.TryAdmit(*a, [] {}));
+  EXPECT_FALSE(engine.TryAdmit(*b, [&] { woke = true; }));
+  EXPECT_THAT(engine.RenderMetrics(), HasSubstr("vllm:num_requests_waiting{model_name=\"servelab-sim\",engine=\"0\"} 1"));
+  engine.Finish(*a, Outcome::kSuccess, 200);
+  EXPECT_TRUE(woke);
+  EXPECT_TRUE(b->admitted);
+  engine.Finish(*b, Outcome::kSuccess, 200);
+  EXPECT_THAT(engine.RenderMetrics(),
+              HasSubstr("vllm:request_success_total{model_name=\"servelab-sim\",engine=\"0\",finished_reason=\"length\"} 2"));
+}
+
+TEST(EngineTest, RepeatedPromptHitsPrefixCacheUntilReset) {
+  SimConfig c;
+  c.block_size = 4;
+  c.cold_start_requests = 0;
+  Engine engine(c, Role::kUnified, 1, 1.0);
+  auto run = [&] {
+    auto r = engine.Arrive(Request(20, 1), {});
+    EXPECT_TRUE(engine.TryAdmit(*r, [] {}));
+    std::chrono::nanoseconds d = engine.StartPrefill(*r);
+    engine.EndPrefill(*r);
+    engine.Finish(*r, Outcome::kSuccess, 200);
+    return std::make_pair(r->cached_tokens, d);
+  };
+  auto [cold_hit, cold_time] = run();
+  auto [warm_hit, warm_time] = run();
+  EXPECT_EQ(cold_hit, 0);
+  EXPECT_EQ(warm_hit, 16);
+  EXPECT_LT(warm_time, cold_time);
+  engine.ResetPrefixCache();
+  EXPECT_EQ(run().first, 0);
+  EXPECT_THAT(engine.RenderMetrics(), HasSubstr("vllm:prefix_cache_hits_total{model_name=\"servelab-sim\",engine=\"0\"} 16"));
+}
+
+TEST(EngineTest, ColdStartPenaltyOnlyForTheFirstRequests) {
+  SimConfig c;
+  c.cold_start_requests = 1;
+  c.cold_start_penalty_seconds = 1.0;
+  c.enable_prefix_caching = false;
+  Engine engine(c, Role::kUnified, 1, 1.0);
+  auto first = engine.Arrive(Request(8, 1), {});
+  auto second = engine.Arrive(Request(8, 1), {});
+  engine.TryAdmit(*first, [] {});
+  engine.TryAdmit(*second, [] {});
+  std::chrono::nanoseconds d1 = engine.StartPrefill(*first);
+  engine.EndPrefill(*first);
+  std::chrono::nanoseconds d2 = engine.StartPrefill(*second);
+  EXPECT_NEAR(std::chrono::duration<double>(d1 - d2).count(), 1.0, 1e-6);
+}
+
+TEST(EngineTest, TimeScaleMultipliesDurations) {
+  SimConfig c;
+  Engine full(c, Role::kUnified, 1, 1.0), tenth(c, Role::kUnified, 1, 0.1);
+  EXPECT_EQ(full.Scaled(2.0).count(), 2000000000);
+  EXPECT_EQ(tenth.Scaled(2.0).count(), 200000000);
+}
+
+TEST(EngineTest, SameSeedSameDecisions) {
+  SimConfig c;
+  c.jitter = 0.5;
+  c.eos_probability = 0.1;
+  c.faults.error_fraction = 0.3;
+  auto trace = [&](uint64_t seed) {
+    Engine engine(c, Role::kUnified, seed, 1.0);
+    std::vector<std::tuple<double, int64_t, int>> out;
+    for (int i = 0; i < 50; ++i) {
+      GenerationRequest q = Request(4, 50);
+      q.ignore_eos = false;
+      auto r = engine.Arrive(std::move(q), {});
+      out.emplace_back(r->jitter, r->output_tokens, static_cast<int>(r->fault));
+      engine.Finish(*r, Outcome::kError, 503);
+    }
+    return out;
+  };
+  EXPECT_EQ(trace(7), trace(7));
+  EXPECT_NE(trace(7), trace(8));
+}
+
+TEST(EngineTest, FaultsAppliedInOrderAndCounted) {
+  SimConfig c;
+  Engine engine(c, Role::kUnified, 1, 1.0);
+  absl::StatusOr<JsonValue> body = ParseJson(R"({"error_next": 1, "hang_next": 1, "drop_next": 1})");
+  ASSERT_THAT(engine.ApplyFaults(*body), IsOk());
+  EXPECT_EQ(engine.Arrive(Request(2, 1), {})->fault, FaultAction::kError);
+  EXPECT_EQ(engine.Arrive(Request(2, 1), {})->fault, FaultAction::kHang);
+  EXPECT_EQ(engine.Arrive(Request(2, 1), {})->fault, FaultAction::kDrop);
+  EXPECT_EQ(engine.Arrive(Request(2, 1), {})->fault, FaultAction::kNone);
+  EXPECT_FALSE(engine.ApplyFaults(*ParseJson(R"({"nope": 1})")).ok());
+}
+
+TEST(EngineTest, OverlapWitnessPerLoadTag) {
+  SimConfig c;
+  Engine engine(c, Role::kUnified, 1, 1.0);
+  auto a = engine.Arrive(Request(2, 1), RequestMeta{"r1", "load-a"});
+  EXPECT_THAT(engine.LoadsJson(), HasSubstr("\"in_flight\":1"));
+  engine.Finish(*a, Outcome::kSuccess, 200);
+  EXPECT_THAT(engine.LoadsJson(), HasSubstr("\"load-a\""));
+  EXPECT_THAT(engine.LoadsJson(), HasSubstr("\"completed\":1,\"in_flight\":0"));
+  EXPECT_THAT(engine.DebugRequestsJson(), HasSubstr("\"request_id\":\"r1\""));
+}
+
+}  // namespace
+}  // namespace servelab::sim

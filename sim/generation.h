@@ -1,0 +1,27 @@
+// Serving one generation request on a prefill/decode/unified instance: the
+// engine decides the durations, this waits on steady-clock timers and writes
+// the OpenAI-format response (SSE chunks or one JSON body).
+//
+// Streaming writes are coalesced only when tokens are already overdue (the
+// modelled time is shorter than the time to write), so at realistic time
+// scales every token is its own write and at tiny ones the sim stays cheap.
+#ifndef SERVELAB_SIM_GENERATION_H_
+#define SERVELAB_SIM_GENERATION_H_
+
+#include "sim/asio.h"
+#include "sim/engine.h"
+#include "sim/http_conn.h"
+#include "sim/request.h"
+
+namespace servelab::sim {
+
+// Returns false when the connection must be closed (peer gone, dropped by a
+// fault). Runs on the connection's strand-free single-threaded io_context.
+// `request` and `meta` are moved from. (They are taken by reference, not by
+// value: g++ 12 mishandles class-type temporaries passed by value to coroutines.)
+asio::awaitable<bool> ServeGeneration(ClientConn& conn, Engine& engine, GenerationRequest& request,
+                                      RequestMeta& meta, bool keep_alive);
+
+}  // namespace servelab::sim
+
+#endif  // SERVELAB_SIM_GENERATION_H_

@@ -1,0 +1,84 @@
+#include "sim/http_conn.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+
+namespace servelab::sim {
+
+namespace {
+constexpr absl::string_view kCrlf = "\r\n";
+constexpr absl::string_view kLast = "0\r\n\r\n";
+}  // namespace
+
+const char* ReasonPhrase(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 413: return "Payload Too Large";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "Status";
+  }
+}
+
+asio::awaitable<bool> ClientConn::Write(const Buffers& buffers) {
+  boost::system::error_code ec;
+  co_await asio::async_write(socket_, buffers, asio::redirect_error(asio::use_awaitable, ec));
+  co_return !ec;
+}
+
+asio::awaitable<bool> ClientConn::WriteResponse(int status, absl::string_view content_type,
+                                                absl::string_view body, bool keep_alive) {
+  header_ = absl::StrCat("HTTP/1.1 ", status, " ", ReasonPhrase(status),
+                         "\r\nContent-Type: ", content_type, "\r\nContent-Length: ", body.size(),
+                         keep_alive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n");
+  header_.append(body.data(), body.size());
+  const Buffers buffers{asio::buffer(header_)};
+  co_return co_await Write(buffers);
+}
+
+asio::awaitable<bool> ClientConn::StartChunked(int status, absl::string_view content_type,
+                                               bool keep_alive) {
+  header_ = absl::StrCat("HTTP/1.1 ", status, " ", ReasonPhrase(status),
+                         "\r\nContent-Type: ", content_type,
+                         "\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked",
+                         keep_alive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n");
+  const Buffers buffers{asio::buffer(header_)};
+  co_return co_await Write(buffers);
+}
+
+asio::awaitable<bool> ClientConn::WriteChunk(absl::string_view data) {
+  if (data.empty()) co_return true;
+  int n = snprintf(size_line_, sizeof(size_line_), "%zx\r\n", data.size());
+  const Buffers buffers{asio::buffer(size_line_, n),
+                                   asio::buffer(data.data(), data.size()),
+                                   asio::buffer(kCrlf.data(), kCrlf.size())};
+  co_return co_await Write(buffers);
+}
+
+asio::awaitable<bool> ClientConn::EndChunked(absl::string_view data) {
+  if (data.empty()) {
+    const Buffers last{asio::buffer(kLast.data(), kLast.size())};
+    co_return co_await Write(last);
+  }
+  int n = snprintf(size_line_, sizeof(size_line_), "%zx\r\n", data.size());
+  const Buffers buffers{asio::buffer(size_line_, n),
+                                   asio::buffer(data.data(), data.size()),
+                                   asio::buffer(kCrlf.data(), kCrlf.size()),
+                                   asio::buffer(kLast.data(), kLast.size())};
+  co_return co_await Write(buffers);
+}
+
+void ClientConn::Abort() {
+  boost::system::error_code ec;
+  socket_.set_option(asio::socket_base::linger(true, 0), ec);
+  socket_.close(ec);
+}
+
+}  // namespace servelab::sim

@@ -1,0 +1,68 @@
+// One accepted client connection and the ways the sim answers on it: a whole
+// response with Content-Length, or a chunked (streaming) response piece by
+// piece. Responses are written by hand rather than with Beast's serializer
+// because the streaming hot path writes ~10^5 small chunks per second.
+//
+// Single-threaded: used only from the coroutine that owns the connection.
+// Write functions return false when the peer has gone (the caller then stops).
+#ifndef SERVELAB_SIM_HTTP_CONN_H_
+#define SERVELAB_SIM_HTTP_CONN_H_
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "sim/asio.h"
+
+namespace servelab::sim {
+
+// What the handlers need from a parsed HTTP request.
+struct IncomingRequest {
+  std::string method;
+  std::string path;   // without the query string
+  std::string query;  // after '?', may be empty
+  std::string body;
+  std::string request_id;  // x-request-id
+  std::string load_tag;    // x-servelab-load
+  bool keep_alive = true;
+};
+
+class ClientConn {
+ public:
+  explicit ClientConn(tcp::socket socket) : socket_(std::move(socket)) {}
+
+  tcp::socket& socket() { return socket_; }
+
+  asio::awaitable<bool> WriteResponse(int status, absl::string_view content_type,
+                                      absl::string_view body, bool keep_alive);
+  asio::awaitable<bool> WriteJson(int status, absl::string_view body, bool keep_alive) {
+    return WriteResponse(status, "application/json", body, keep_alive);
+  }
+  // Status line and headers of a Transfer-Encoding: chunked response.
+  asio::awaitable<bool> StartChunked(int status, absl::string_view content_type, bool keep_alive);
+  // One HTTP chunk (no-op for empty data).
+  asio::awaitable<bool> WriteChunk(absl::string_view data);
+  // `data` as a last chunk plus the terminating zero-length chunk, one write.
+  asio::awaitable<bool> EndChunked(absl::string_view data);
+  // Closes at once (RST), as a crashed server would; the client sees a
+  // truncated stream.
+  void Abort();
+
+ private:
+  // Up to four pieces gathered into one write; unused slots are empty buffers.
+  using Buffers = std::array<asio::const_buffer, 4>;
+  asio::awaitable<bool> Write(const Buffers& buffers);
+
+  tcp::socket socket_;
+  std::string header_;  // status line and headers (and small bodies), reused
+  char size_line_[24];  // chunk size line, reused
+};
+
+const char* ReasonPhrase(int status);
+
+}  // namespace servelab::sim
+
+#endif  // SERVELAB_SIM_HTTP_CONN_H_

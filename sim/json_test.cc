@@ -1,0 +1,55 @@
+#include "sim/json.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/testing/status_matchers.h"
+
+namespace servelab::sim {
+namespace {
+
+using ::servelab::testing::IsOk;
+using ::servelab::testing::StatusIs;
+using ::testing::HasSubstr;
+
+TEST(JsonTest, ParsesNestedValues) {
+  absl::StatusOr<JsonValue> v =
+      ParseJson(R"({"a": [1, 2.5, "x\n\u00e9"], "b": {"c": true, "d": null}, "e": -3e2})");
+  ASSERT_THAT(v, IsOk());
+  const JsonValue* a = v->Find("a");
+  ASSERT_NE(a, nullptr);
+  ASSERT_EQ(a->items().size(), 3u);
+  EXPECT_TRUE(a->items()[0].is_integer());
+  EXPECT_EQ(a->items()[0].int_value(), 1);
+  EXPECT_FALSE(a->items()[1].is_integer());
+  EXPECT_EQ(a->items()[2].string_value(), "x\n\xc3\xa9");
+  EXPECT_TRUE(v->Find("b")->Find("c")->bool_value());
+  EXPECT_TRUE(v->Find("b")->Find("d")->is_null());
+  EXPECT_EQ(v->Find("e")->number(), -300);
+  EXPECT_EQ(v->Find("missing"), nullptr);
+}
+
+TEST(JsonTest, RejectsMalformedInput) {
+  for (const char* bad : {"", "{", "{\"a\":}", "[1,]", "{\"a\" 1}", "tru", "\"abc", "01x",
+                          "{} extra", "[1 2]"}) {
+    EXPECT_THAT(ParseJson(bad), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("malformed")))
+        << bad;
+  }
+}
+
+TEST(JsonTest, RoundTripsThroughToJson) {
+  absl::StatusOr<JsonValue> v = ParseJson(R"({"p":[1,2],"s":"q\"","f":0.5,"n":null})");
+  ASSERT_THAT(v, IsOk());
+  EXPECT_EQ(ToJson(*v), R"({"p":[1,2],"s":"q\"","f":0.5,"n":null})");
+  JsonValue one = JsonValue::Number(1, true);
+  v->Set("p", &one);
+  v->Set("n", nullptr);
+  EXPECT_EQ(ToJson(*v), R"({"s":"q\"","f":0.5,"p":1})");
+}
+
+TEST(JsonTest, RejectsDeepNesting) {
+  EXPECT_FALSE(ParseJson(std::string(100, '[') + std::string(100, ']')).ok());
+}
+
+}  // namespace
+}  // namespace servelab::sim

@@ -1,0 +1,250 @@
+#include "sim/server.h"
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <ctime>
+
+#include "absl/strings/str_cat.h"
+#include "sim/generation.h"
+#include "sim/json.h"
+#include "sim/log.h"
+#include "sim/request.h"
+
+namespace servelab::sim {
+namespace http = boost::beast::http;
+namespace beast = boost::beast;
+
+Server::Server(const ServerOptions& options, Engine& engine, Router* router)
+    : options_(options), engine_(engine), router_(router),
+      contexts_([&] {
+        std::vector<std::unique_ptr<asio::io_context>> c;
+        for (int i = 0; i < std::max(options.threads, 1); ++i) {
+          // Concurrency hint 1: each context is run by exactly one thread.
+          c.push_back(std::make_unique<asio::io_context>(1));
+        }
+        return c;
+      }()),
+      acceptor_(*contexts_[0]),
+      reopen_timer_(*contexts_[0]) {}
+
+Server::~Server() { Shutdown(); }
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
+                                                       Engine& engine, Router* router) {
+  std::unique_ptr<Server> server(new Server(options, engine, router));
+  absl::Status s = server->Listen();
+  if (!s.ok()) return s;
+  return server;
+}
+
+absl::Status Server::Listen() {
+  boost::system::error_code ec;
+  asio::ip::address address = asio::ip::make_address(options_.host, ec);
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("bad --host '", options_.host, "'"));
+  tcp::endpoint endpoint(address, static_cast<unsigned short>(port_ != 0 ? port_ : options_.port));
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    acceptor_.close();
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.host, ":",
+                                               endpoint.port(), ": ", ec.message()));
+  }
+  port_ = acceptor_.local_endpoint().port();
+  return absl::OkStatus();
+}
+
+void Server::Start() {
+  asio::co_spawn(*contexts_[0], AcceptLoop(), asio::detached);
+  for (auto& context : contexts_) {
+    work_.push_back(asio::make_work_guard(*context));
+    threads_.emplace_back([ctx = context.get()] { ctx->run(); });
+  }
+}
+
+void Server::Shutdown() {
+  for (auto& context : contexts_) context->stop();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
+  work_.clear();
+}
+
+asio::awaitable<void> Server::AcceptLoop() {
+  while (acceptor_.is_open()) {
+    asio::io_context& target = *contexts_[next_context_++ % contexts_.size()];
+    boost::system::error_code ec;
+    tcp::socket socket =
+        co_await acceptor_.async_accept(target, asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      if (!acceptor_.is_open() || ec == asio::error::operation_aborted) break;
+      SimLog().warn("accept failed: {}", ec.message());
+      continue;
+    }
+    asio::co_spawn(target, Session(std::move(socket)), asio::detached);
+  }
+}
+
+void Server::RefuseConnections(std::chrono::nanoseconds duration) {
+  asio::post(*contexts_[0], [this, duration] {
+    if (!acceptor_.is_open()) return;  // already refusing
+    SimLog().warn("fault: refusing connections for {} ms", duration.count() / 1000000);
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+    reopen_timer_.expires_after(duration);
+    reopen_timer_.async_wait([this](boost::system::error_code ec) {
+      if (ec) return;
+      absl::Status s = Listen();
+      if (!s.ok()) {
+        SimLog().error("fault: could not listen again: {}", std::string(s.message()));
+        return;
+      }
+      asio::co_spawn(*contexts_[0], AcceptLoop(), asio::detached);
+    });
+  });
+}
+
+asio::awaitable<void> Server::Session(tcp::socket socket) {
+  boost::system::error_code ec;
+  socket.set_option(tcp::no_delay(true), ec);
+  ClientConn conn(std::move(socket));
+  beast::flat_buffer buffer;
+  while (true) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(static_cast<uint64_t>(engine_.config().max_body_bytes));
+    co_await http::async_read(conn.socket(), buffer, parser,
+                              asio::redirect_error(asio::use_awaitable, ec));
+    if (ec == http::error::body_limit) {
+      co_await conn.WriteJson(413, ErrorBody(413, "request body too large"), false);
+      break;
+    }
+    if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+        ec == asio::error::connection_reset || ec == asio::error::operation_aborted) {
+      break;
+    }
+    if (ec) {
+      co_await conn.WriteJson(400, ErrorBody(400, absl::StrCat("bad HTTP request: ", ec.message())),
+                              false);
+      break;
+    }
+    http::request<http::string_body>& msg = parser.get();
+    IncomingRequest request;
+    request.method = std::string(msg.method_string());
+    std::string target(msg.target());
+    size_t q = target.find('?');
+    request.path = target.substr(0, q);
+    if (q != std::string::npos) request.query = target.substr(q + 1);
+    request.body = std::move(msg.body());
+    request.request_id = std::string(msg["x-request-id"]);
+    request.load_tag = std::string(msg["x-servelab-load"]);
+    request.keep_alive = msg.keep_alive();
+    bool keep = co_await Dispatch(conn, request);
+    if (!keep || !request.keep_alive) break;
+  }
+  conn.socket().shutdown(tcp::socket::shutdown_send, ec);
+  conn.socket().close(ec);
+}
+
+asio::awaitable<bool> Server::HandleGeneration(ClientConn& conn, IncomingRequest& request,
+                                               ApiKind kind) {
+  absl::StatusOr<JsonValue> body = ParseJson(request.body);
+  if (!body.ok()) {
+    co_return co_await conn.WriteJson(400, ErrorBody(400, body.status().message()),
+                                      request.keep_alive);
+  }
+  absl::StatusOr<GenerationRequest> parsed = ParseGenerationRequest(*body, kind, engine_.config());
+  if (!parsed.ok()) {
+    int status = HttpStatusFor(parsed.status());
+    co_return co_await conn.WriteJson(status, ErrorBody(status, parsed.status().message()),
+                                      request.keep_alive);
+  }
+  if (!engine_.Ready()) {
+    co_return co_await conn.WriteJson(503, ErrorBody(503, "the model is still loading"),
+                                      request.keep_alive);
+  }
+  GenerationRequest generation = *std::move(parsed);
+  if (router_ != nullptr) {
+    co_return co_await router_->ServeGeneration(conn, engine_, request, *body, generation);
+  }
+  RequestMeta meta{request.request_id, request.load_tag};
+  co_return co_await ServeGeneration(conn, engine_, generation, meta, request.keep_alive);
+}
+
+asio::awaitable<bool> Server::Dispatch(ClientConn& conn, IncomingRequest& request) {
+  const std::string& path = request.path;
+  const bool get = request.method == "GET", post = request.method == "POST";
+  const bool keep = request.keep_alive;
+  auto method_not_allowed = [&]() -> asio::awaitable<bool> {
+    co_return co_await conn.WriteJson(405, ErrorBody(405, "method not allowed"), keep);
+  };
+  if (path == "/v1/completions" || path == "/v1/chat/completions") {
+    if (!post) co_return co_await method_not_allowed();
+    co_return co_await HandleGeneration(
+        conn, request, path == "/v1/completions" ? ApiKind::kCompletion : ApiKind::kChat);
+  }
+  if (path == "/health") {
+    if (!get) co_return co_await method_not_allowed();
+    bool healthy = engine_.Ready();
+    if (healthy && router_ != nullptr) healthy = co_await router_->UpstreamsHealthy();
+    if (healthy) co_return co_await conn.WriteResponse(200, "text/plain", "", keep);
+    co_return co_await conn.WriteJson(
+        503, ErrorBody(503, router_ ? "an upstream is not healthy" : "the model is still loading"),
+        keep);
+  }
+  if (path == "/metrics") {
+    if (!get) co_return co_await method_not_allowed();
+    co_return co_await conn.WriteResponse(200, "text/plain; version=0.0.4; charset=utf-8",
+                                          engine_.RenderMetrics(), keep);
+  }
+  if (path == "/v1/models") {
+    if (!get) co_return co_await method_not_allowed();
+    if (router_ != nullptr) {
+      auto [status, body] = co_await router_->Models();
+      co_return co_await conn.WriteJson(status, body, keep);
+    }
+    const SimConfig& c = engine_.config();
+    co_return co_await conn.WriteJson(
+        200,
+        absl::StrCat("{\"object\":\"list\",\"data\":[{\"id\":", JsonQuote(c.model),
+                     ",\"object\":\"model\",\"created\":", static_cast<int64_t>(std::time(nullptr)),
+                     ",\"owned_by\":\"servelab\",\"root\":", JsonQuote(c.model),
+                     ",\"max_model_len\":", c.max_model_len, "}]}"),
+        keep);
+  }
+  if (path == "/reset_prefix_cache") {
+    if (!post) co_return co_await method_not_allowed();
+    if (router_ != nullptr && !co_await router_->ResetPrefixCaches()) {
+      co_return co_await conn.WriteJson(502, ErrorBody(502, "an upstream did not reset"), keep);
+    }
+    engine_.ResetPrefixCache();
+    co_return co_await conn.WriteResponse(200, "text/plain", "", keep);
+  }
+  if (path == "/admin/faults") {
+    if (get) co_return co_await conn.WriteJson(200, engine_.FaultsJson(), keep);
+    if (!post) co_return co_await method_not_allowed();
+    absl::StatusOr<JsonValue> body = ParseJson(request.body);
+    absl::StatusOr<FaultEffects> effects =
+        body.ok() ? engine_.ApplyFaults(*body) : absl::StatusOr<FaultEffects>(body.status());
+    if (!effects.ok()) {
+      co_return co_await conn.WriteJson(400, ErrorBody(400, effects.status().message()), keep);
+    }
+    SimLog().info("faults set: {}", engine_.FaultsJson());
+    bool ok = co_await conn.WriteJson(200, engine_.FaultsJson(), keep);
+    if (effects->refuse_connections.count() > 0) RefuseConnections(effects->refuse_connections);
+    co_return ok;
+  }
+  if (path == "/debug/requests") {
+    if (!get) co_return co_await method_not_allowed();
+    co_return co_await conn.WriteJson(200, engine_.DebugRequestsJson(), keep);
+  }
+  if (path == "/debug/loads") {
+    if (!get) co_return co_await method_not_allowed();
+    co_return co_await conn.WriteJson(200, engine_.LoadsJson(), keep);
+  }
+  co_return co_await conn.WriteJson(404, ErrorBody(404, absl::StrCat("no route for ", path)), keep);
+}
+
+}  // namespace servelab::sim
