@@ -1,0 +1,262 @@
+// sim_bench: how many SSE chunks per second one servelab-sim process serves,
+// pinned to one core, to ≥2,000 concurrent streaming requests. Prints
+// chunks/s, sim CPU seconds per 1,000 chunks, the sim's peak RSS and the
+// machine. A program that prints figures, not a test.
+//
+//   build/bin/sim_bench [--streams 2000] [--seconds 10] [--max-tokens 256]
+//                       [--time-scale 0] [--decode-seconds 0.01] [--sim-core 0]
+//
+// --time-scale 0 makes modelled time zero (tokens are all due at once, so the
+// sim may coalesce overdue chunks into one write); --time-scale 1 with
+// --decode-seconds 0.01 paces every stream at 100 tokens/s, one write per
+// token, which is the per-chunk cost a load generator actually sees.
+#include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <filesystem>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sim/asio.h"
+
+namespace servelab::bench {
+namespace {
+
+using sim::asio::awaitable;
+using sim::tcp;
+namespace asio = sim::asio;
+using Clock = std::chrono::steady_clock;
+
+struct Counters {
+  uint64_t data_events = 0;  // every `data: ` SSE event
+  uint64_t requests = 0;
+  uint64_t errors = 0;
+  bool measuring = false;
+  uint64_t measured_events = 0;
+  uint64_t measured_requests = 0;
+};
+
+std::string MakeRequest(int max_tokens, int id) {
+  std::string prompt = "[";
+  for (int i = 0; i < 64; ++i) prompt += std::to_string((id * 64 + i) % 50000) + (i < 63 ? "," : "]");
+  std::string body = "{\"prompt\":" + prompt + ",\"max_tokens\":" + std::to_string(max_tokens) +
+                     ",\"min_tokens\":" + std::to_string(max_tokens) +
+                     ",\"ignore_eos\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
+  return "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// One keep-alive connection issuing streaming requests back to back until stop.
+awaitable<void> Stream(tcp::endpoint endpoint, std::string request, Counters& counters,
+                       const bool& stop) {
+  tcp::socket socket(co_await asio::this_coro::executor);
+  boost::system::error_code ec;
+  co_await socket.async_connect(endpoint, asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) {
+    ++counters.errors;
+    co_return;
+  }
+  socket.set_option(tcp::no_delay(true));
+  static constexpr std::string_view kData = "data: ";
+  static constexpr std::string_view kEnd = "data: [DONE]\n\n\r\n0\r\n\r\n";
+  std::string buf;
+  std::vector<char> chunk(64 * 1024);
+  while (!stop) {
+    co_await asio::async_write(socket, asio::buffer(request), asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) break;
+    buf.clear();
+    size_t scan = 0;
+    bool done = false;
+    while (!done) {
+      size_t n = co_await socket.async_read_some(asio::buffer(chunk),
+                                                 asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) break;
+      buf.append(chunk.data(), n);
+      size_t p;
+      while ((p = buf.find(kData, scan)) != std::string::npos) {
+        ++counters.data_events;
+        if (counters.measuring) ++counters.measured_events;
+        scan = p + kData.size();
+      }
+      if (buf.find(kEnd, scan >= kEnd.size() ? scan - kEnd.size() : 0) != std::string::npos) {
+        done = true;
+      }
+      // Keep only a tail that may hold a partial pattern.
+      size_t keep_from = buf.size() > kEnd.size() ? buf.size() - kEnd.size() : 0;
+      keep_from = std::min(keep_from, scan);
+      buf.erase(0, keep_from);
+      scan -= keep_from;
+    }
+    if (!done) {
+      ++counters.errors;
+      break;
+    }
+    ++counters.requests;
+    if (counters.measuring) ++counters.measured_requests;
+  }
+}
+
+double ProcCpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  std::istringstream rest(line.substr(line.rfind(')') + 2));
+  std::string field;
+  double utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stod(field);
+    if (i == 15) stime = std::stod(field);
+  }
+  return (utime + stime) / sysconf(_SC_CLK_TCK);
+}
+
+std::string ProcStatus(pid_t pid, const std::string& key) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) == 0) {
+      std::string v = line.substr(key.size() + 1);
+      return v.substr(v.find_first_not_of(" \t"));
+    }
+  }
+  return "?";
+}
+
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
+void PinTo(int core) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(core, &set);
+  sched_setaffinity(0, sizeof(set), &set);
+}
+
+}  // namespace
+}  // namespace servelab::bench
+
+int main(int argc, char** argv) {
+  using namespace servelab::bench;
+  CLI::App app{"servelab-sim streaming throughput benchmark"};
+  int streams = 2000, max_tokens = 256, sim_core = 0, client_core = 1;
+  double seconds = 10, warmup_seconds = 2, time_scale = 0, decode_seconds = 0.01;
+  std::string sim_path;
+  app.add_option("--streams", streams, "concurrent streaming connections")->capture_default_str();
+  app.add_option("--seconds", seconds, "measured window")->capture_default_str();
+  app.add_option("--warmup-seconds", warmup_seconds, "unmeasured ramp-up")->capture_default_str();
+  app.add_option("--max-tokens", max_tokens, "tokens per request")->capture_default_str();
+  app.add_option("--time-scale", time_scale, "sim --time-scale")->capture_default_str();
+  app.add_option("--decode-seconds", decode_seconds, "modelled inter-token time")->capture_default_str();
+  app.add_option("--sim-core", sim_core, "core the sim is pinned to")->capture_default_str();
+  app.add_option("--client-core", client_core, "core the client is pinned to (-1 = any)")
+      ->capture_default_str();
+  app.add_option("--sim", sim_path, "servelab-sim binary (default: beside this one)");
+  CLI11_PARSE(app, argc, argv);
+  if (sim_path.empty()) {
+    std::string self = std::filesystem::canonical("/proc/self/exe").string();
+    sim_path = self.substr(0, self.rfind('/')) + "/servelab-sim";
+  }
+
+  char dir_template[] = "/tmp/sim_bench.XXXXXX";
+  std::string dir = mkdtemp(dir_template);
+  std::string port_file = dir + "/port", config = dir + "/sim.yaml";
+  {
+    std::ofstream out(config);
+    out << "load_time_seconds: 0\ncold_start_requests: 0\nmax_num_seqs: 100000\n"
+        << "num_gpu_blocks: 100000000\nprefill_overhead_seconds: 0\nprefill_chunk_overhead_seconds: 0\n"
+        << "prefill_seconds_per_token: 0\ndecode_base_seconds: " << decode_seconds
+        << "\ndecode_seconds_per_seq: 0\ndebug_request_history: 1000\n";
+  }
+  std::string scale = std::to_string(time_scale);
+  pid_t sim = fork();
+  if (sim == 0) {
+    PinTo(sim_core);
+    execl(sim_path.c_str(), sim_path.c_str(), "--port", "0", "--port-file", port_file.c_str(),
+          "--threads", "1", "--config", config.c_str(), "--time-scale", scale.c_str(),
+          "--log-level", "warn", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int port = 0;
+  for (int i = 0; i < 1000 && port == 0; ++i) {
+    std::ifstream in(port_file);
+    if (!(in >> port)) port = 0;
+    if (port == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // process start-up
+  }
+  if (port == 0) {
+    std::cerr << "sim did not start\n";
+    kill(sim, SIGKILL);
+    return 1;
+  }
+  if (client_core >= 0 && client_core != sim_core) PinTo(client_core);
+
+  asio::io_context io(1);
+  Counters counters;
+  bool stop = false;
+  tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port));
+  for (int i = 0; i < streams; ++i) {
+    asio::co_spawn(io, Stream(endpoint, MakeRequest(max_tokens, i), counters, stop), asio::detached);
+  }
+  double cpu_start = 0, cpu_end = 0;
+  Clock::time_point t_start, t_end;
+  asio::steady_timer timer(io);
+  timer.expires_after(std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(warmup_seconds)));
+  timer.async_wait([&](boost::system::error_code) {
+    counters.measuring = true;
+    cpu_start = ProcCpuSeconds(sim);
+    t_start = Clock::now();
+    timer.expires_after(std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(seconds)));
+    timer.async_wait([&](boost::system::error_code) {
+      counters.measuring = false;
+      cpu_end = ProcCpuSeconds(sim);
+      t_end = Clock::now();
+      stop = true;
+      io.stop();
+    });
+  });
+  io.run();
+  std::string peak_rss = ProcStatus(sim, "VmHWM");
+  std::string sim_threads = ProcStatus(sim, "Threads");
+  kill(sim, SIGTERM);
+  waitpid(sim, nullptr, 0);
+  std::filesystem::remove_all(dir);
+
+  double wall = std::chrono::duration<double>(t_end - t_start).count();
+  double chunks = static_cast<double>(counters.measured_events);
+  double token_chunks = chunks - 2.0 * counters.measured_requests;  // minus usage + [DONE]
+  double cpu = cpu_end - cpu_start;
+  utsname u;
+  uname(&u);
+  printf("machine: %s, %ld online cores, %s %s\n", CpuModel().c_str(), sysconf(_SC_NPROCESSORS_ONLN),
+         u.sysname, u.release);
+  printf("setup: sim pinned to core %d (%s threads), client on core %d, %d concurrent streams, "
+         "%d tokens/request, time-scale %g, decode %g s/token\n",
+         sim_core, sim_threads.c_str(), client_core, streams, max_tokens, time_scale, decode_seconds);
+  printf("window: %.2f s, requests completed %llu, errors %llu\n", wall,
+         static_cast<unsigned long long>(counters.measured_requests),
+         static_cast<unsigned long long>(counters.errors));
+  printf("SSE chunks/s (all data: events): %.0f\n", chunks / wall);
+  printf("token chunks/s:                  %.0f\n", token_chunks / wall);
+  printf("sim CPU: %.2f s over the window (%.0f%% of one core), %.4f CPU s per 1,000 chunks\n", cpu,
+         100 * cpu / wall, chunks > 0 ? 1000 * cpu / chunks : 0);
+  printf("sim peak memory (VmHWM): %s\n", peak_rss.c_str());
+  return counters.errors > 0 ? 1 : 0;
+}
