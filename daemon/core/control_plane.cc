@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "daemon/core/hot_state.h"
 #include "daemon/core/planner.h"
 #include "daemon/core/spec/freeze.h"
 #include "daemon/core/spec/scope.h"
@@ -114,25 +115,10 @@ absl::StatusOr<v1::Experiment> ControlPlane::Submit(const v1::SubmitExperimentRe
   }
 
   SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> all, store_.ListExperiments({}));
-  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, store_.ListInstances());
-  std::optional<HotState> hot;
-  for (const v1::ServingInstance& instance : instances) {
-    if (!hot.has_value()) hot.emplace().warm = true;
-    hot->experiment_id = instance.experiment_id();
-    hot->warm = hot->warm && instance.has_warm_since();
-    switch (instance.side()) {
-      case v1::SIDE_PREFILL: hot->fingerprints.set_prefill(instance.fingerprint()); break;
-      case v1::SIDE_DECODE: hot->fingerprints.set_decode(instance.fingerprint()); break;
-      case v1::SIDE_ROUTER: hot->fingerprints.set_router(instance.fingerprint()); break;
-      default: break;
-    }
-  }
+  SERVELAB_ASSIGN_OR_RETURN(std::optional<HotState> hot, ReadHotState(store_));
   // Mean duration of each stage over the runs recorded so far.
   std::map<v1::StageName, std::pair<absl::Duration, int>> totals;
   for (const v1::Experiment& past : all) {
-    if (hot.has_value() && past.id() == hot->experiment_id) {
-      hot->fingerprints.set_warmup(past.plan().fingerprints().warmup());
-    }
     for (const v1::Stage& stage : past.stages()) {
       if (stage.action() != v1::STAGE_ACTION_RUN || stage.status() != v1::STAGE_STATUS_SUCCEEDED ||
           !stage.has_started_at() || !stage.has_ended_at()) {

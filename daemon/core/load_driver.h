@@ -53,9 +53,21 @@ struct LoadTick {
   int64_t failed = 0;
 };
 
+// What a job would send, computed by the same code that sends it.
+struct LoadPlanSummary {
+  int64_t requests = 0;
+  // Planned send time of the last request (zero without a request rate).
+  absl::Duration arrival_span;
+  int64_t max_request_tokens = 0;  // Longest prompt + output.
+};
+
 class LoadDriver {
  public:
   virtual ~LoadDriver() = default;
+
+  // Builds the job's prompts and schedule without sending anything
+  // (preflight). INVALID_ARGUMENT naming the spec field at fault.
+  virtual absl::StatusOr<LoadPlanSummary> Plan(const LoadJob& job) = 0;
 
   // Blocks until the load ends. `on_records` gets every batch (called from
   // one thread; an error cancels the load and is returned); `on_tick` gets

@@ -1,0 +1,71 @@
+// analyze and decide: pure analysis over the stored raw records, never over
+// in-memory state, so a re-analysis after a crash follows the same path.
+#include "absl/strings/str_cat.h"
+#include "analysis/analysis.h"
+#include "analysis/decision.h"
+#include "common/status_macros.h"
+#include "daemon/core/ledger.h"
+#include "daemon/core/stages.h"
+
+namespace servelab::core {
+
+absl::StatusOr<v1::Result> AnalyzeStored(StageEnv& env, const v1::Experiment& e) {
+  const std::string source = e.plan().raw_records_from().empty() ? e.id() : e.plan().raw_records_from();
+  SERVELAB_ASSIGN_OR_RETURN(int next, NextAttempt(env.store, source, v1::PHASE_FORMAL));
+  if (next == 1) {
+    return absl::FailedPreconditionError(absl::StrCat("no formal records stored for ", source));
+  }
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::RequestRecord> records,
+                            env.store.ListRequests(source, v1::PHASE_FORMAL, next - 1));
+  SERVELAB_ASSIGN_OR_RETURN(v1::Result result, analysis::Analyze(records, e.spec()));
+  *result.mutable_computed_at() = ToTimestamp(env.clock.Now());
+  return result;
+}
+
+absl::StatusOr<std::optional<v1::Decision>> DecideAgainstBaseline(StageEnv& env,
+                                                                  const v1::Experiment& e,
+                                                                  const v1::Result& result) {
+  const v1::DecisionRule& rule = e.spec().analysis().decision();
+  // Check the metric even without a baseline: a typo must not pass silently.
+  const v1::WindowResult& window =
+      rule.window() == v1::WINDOW_STEADY ? result.steady() : result.whole();
+  SERVELAB_RETURN_IF_ERROR(analysis::MetricValue(window, rule.metric()).status());
+
+  std::optional<v1::Experiment> baseline;
+  if (!e.spec().analysis().baseline().empty()) {
+    absl::StatusOr<v1::Experiment> b = env.store.GetExperiment(e.spec().analysis().baseline());
+    if (!b.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "analysis.baseline: experiment \"", e.spec().analysis().baseline(), "\" not found"));
+    }
+    baseline = *b;
+  } else {
+    // The scenario's best so far, by this experiment's own rule.
+    SERVELAB_ASSIGN_OR_RETURN(
+        std::vector<v1::Experiment> peers,
+        env.store.ListExperiments({.scenario = e.spec().scenario(),
+                                   .state = v1::EXPERIMENT_STATE_SUCCEEDED}));
+    double best = 0;
+    for (const v1::Experiment& peer : peers) {
+      if (peer.id() == e.id() || !peer.has_result()) continue;
+      const v1::WindowResult& w =
+          rule.window() == v1::WINDOW_STEADY ? peer.result().steady() : peer.result().whole();
+      absl::StatusOr<double> value = analysis::MetricValue(w, rule.metric());
+      if (!value.ok()) continue;
+      absl::StatusOr<v1::Decision> probe = analysis::Decide(result, peer.result(), peer.id(), rule);
+      // "Best" = the peer this result would have to beat: largest value in
+      // the metric's better direction, which Decide's sign encodes.
+      double score = probe.ok() ? -probe->delta_fraction() : *value;
+      if (!baseline.has_value() || score > best) {
+        baseline = peer;
+        best = score;
+      }
+    }
+  }
+  if (!baseline.has_value()) return std::optional<v1::Decision>();
+  SERVELAB_ASSIGN_OR_RETURN(v1::Decision decision,
+                            analysis::Decide(result, baseline->result(), baseline->id(), rule));
+  return std::optional<v1::Decision>(decision);
+}
+
+}  // namespace servelab::core

@@ -1,0 +1,20 @@
+// What the accelerators hold right now, read from the stored serving
+// instances: the input of every plan.
+#ifndef SERVELAB_DAEMON_CORE_HOT_STATE_H_
+#define SERVELAB_DAEMON_CORE_HOT_STATE_H_
+
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "daemon/core/planner.h"
+#include "daemon/core/store.h"
+
+namespace servelab::core {
+
+// nullopt when no instance runs. The warmup fingerprint is the one of the
+// experiment that launched the instances (the last one to warm them).
+absl::StatusOr<std::optional<HotState>> ReadHotState(Store& store);
+
+}  // namespace servelab::core
+
+#endif  // SERVELAB_DAEMON_CORE_HOT_STATE_H_

@@ -1,0 +1,184 @@
+// Stages around the formal load: preflight before anything expensive, the
+// formal load itself, and the drain confirmation that releases the lane.
+#include <unistd.h>
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "daemon/core/ledger.h"
+#include "daemon/core/spec/freeze.h"
+#include "daemon/core/stages.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace servelab::core {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+absl::Duration FromProto(const google::protobuf::Duration& d) {
+  return absl::Nanoseconds(TimeUtil::DurationToNanoseconds(d));
+}
+
+// Instances that still hold requests, as "decode: 3 running, 1 waiting".
+absl::StatusOr<std::vector<std::string>> BusyInstances(StageEnv& env) {
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, env.store.ListInstances());
+  std::vector<std::string> busy;
+  for (const v1::ServingInstance& instance : instances) {
+    if (instance.side() == v1::SIDE_ROUTER) continue;  // Routers keep no queue of their own.
+    absl::StatusOr<InstanceCounters> c = env.engine.Scrape(instance);
+    if (!c.ok()) {
+      busy.push_back(absl::StrCat(v1::Side_Name(instance.side()), ": ", c.status().message()));
+    } else if (c->requests_running > 0 || c->requests_waiting > 0) {
+      busy.push_back(absl::StrCat(v1::Side_Name(instance.side()), ": ", c->requests_running,
+                                  " running, ", c->requests_waiting, " waiting"));
+    }
+  }
+  return busy;
+}
+
+}  // namespace
+
+absl::StatusOr<Counters> Preflight(StageEnv& env, const v1::Experiment& e) {
+  // Same freeze as at submit: every referenced file must still hash to what
+  // the spec recorded, or the launch would load something else.
+  absl::StatusOr<spec::FrozenSpec> refrozen = spec::Freeze(e.spec(), "");
+  if (!refrozen.ok()) return absl::FailedPreconditionError(refrozen.status().message());
+  if (refrozen->sha256 != e.spec_sha256()) {
+    return absl::FailedPreconditionError("the frozen spec no longer hashes to spec_sha256");
+  }
+  // Render every command with the code Launch uses.
+  Counters counters;
+  for (v1::Side side : {v1::SIDE_PREFILL, v1::SIDE_DECODE, v1::SIDE_ROUTER}) {
+    SERVELAB_ASSIGN_OR_RETURN(LaunchCommand command,
+                              env.engine.Render(e.spec(), side, Endpoints{}, env.log_dir));
+    if (command.argv.empty() || access(command.argv[0].c_str(), X_OK) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          v1::Side_Name(side), ": launch command \"", command.argv.empty() ? "" : command.argv[0],
+          "\" is not an executable file"));
+    }
+  }
+  const v1::ExperimentSpec& spec = e.spec();
+  for (v1::Phase phase : {v1::PHASE_WARMUP, v1::PHASE_CACHE_SEED, v1::PHASE_FORMAL}) {
+    LoadJob job{.spec = &spec, .phase = phase, .experiment_id = e.id()};
+    SERVELAB_ASSIGN_OR_RETURN(LoadPlanSummary plan, env.load.Plan(job));
+    if (phase != v1::PHASE_FORMAL) continue;
+    counters["planned_requests"] = static_cast<double>(plan.requests);
+    counters["arrival_span_seconds"] = absl::ToDoubleSeconds(plan.arrival_span);
+    const absl::Duration deadline = FromProto(spec.limits().formal_deadline());
+    if (plan.arrival_span >= deadline) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "limits.formal_deadline: ", absl::FormatDuration(deadline),
+          " cannot hold the planned load: its last request is scheduled at ",
+          absl::FormatDuration(plan.arrival_span)));
+    }
+    for (const auto* side : {&spec.deployment().prefill(), &spec.deployment().decode()}) {
+      if (plan.max_request_tokens > side->max_model_len()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("workload.dataset: a request of ", plan.max_request_tokens,
+                         " tokens exceeds max_model_len ", side->max_model_len()));
+      }
+    }
+  }
+  return counters;
+}
+
+absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int attempt,
+                                    const ProgressFn& on_progress) {
+  // Confirm the previous load really ended: a new load on top of one whose
+  // end is unknown corrupts both.
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<std::string> busy, BusyInstances(env));
+  if (!busy.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("an earlier load has not drained: ", absl::StrJoin(busy, "; ")));
+  }
+  std::optional<v1::ServingInstance> router = InstanceFor(env.store, v1::SIDE_ROUTER);
+  std::optional<v1::ServingInstance> prefill = InstanceFor(env.store, v1::SIDE_PREFILL);
+  if (!router.has_value() || !prefill.has_value()) {
+    return absl::FailedPreconditionError("no deployment running");
+  }
+  InstanceCounters before;
+  if (absl::StatusOr<InstanceCounters> c = env.engine.Scrape(*prefill); c.ok()) before = *c;
+
+  const absl::Duration deadline = FromProto(e.spec().limits().formal_deadline());
+  LoadJob job{.spec = &e.spec(), .phase = v1::PHASE_FORMAL, .experiment_id = e.id(),
+              .attempt = attempt, .url = env.engine.BaseUrl(*router),
+              .load_tag = absl::StrCat(e.id(), "/formal/", attempt),
+              .deadline = env.clock.Now() + deadline};
+  v1::Progress progress = e.progress();
+  progress.set_formal_requests_sent(0);
+  progress.set_formal_requests_completed(0);
+  progress.set_formal_requests_failed(0);
+  std::optional<absl::Time> first_sent;
+  auto on_records = [&](const std::vector<v1::RequestRecord>& records) -> absl::Status {
+    SERVELAB_RETURN_IF_ERROR(env.store.AppendRequests(records));
+    // The exact time the first formal request left, from the records' own
+    // clock, not from when the batch arrived.
+    for (const v1::RequestRecord& r : records) {
+      if (r.sent_ns() <= 0 || !r.has_load_start()) continue;
+      absl::Time sent = FromTimestamp(r.load_start()) + absl::Nanoseconds(r.sent_ns());
+      if (!first_sent.has_value() || sent < *first_sent) first_sent = sent;
+    }
+    if (first_sent.has_value() && !progress.has_first_formal_request_at()) {
+      *progress.mutable_first_formal_request_at() = ToTimestamp(*first_sent);
+      *progress.mutable_first_formal_request_delay() = TimeUtil::NanosecondsToDuration(
+          absl::ToInt64Nanoseconds(*first_sent - FromTimestamp(e.submitted_at())));
+      env.metrics.ObserveTimeToFirstFormalRequest(
+          absl::ToDoubleSeconds(*first_sent - FromTimestamp(e.submitted_at())));
+      on_progress(progress, false);
+    }
+    return absl::OkStatus();
+  };
+  auto on_tick = [&](const LoadTick& tick) {
+    progress.set_formal_requests_sent(tick.sent);
+    progress.set_formal_requests_completed(tick.completed);
+    progress.set_formal_requests_failed(tick.failed);
+    on_progress(progress, false);
+  };
+  SERVELAB_ASSIGN_OR_RETURN(LoadOutcome outcome, env.load.Run(job, on_records, on_tick, env.cancel));
+  progress.set_formal_requests_sent(outcome.sent);
+  progress.set_formal_requests_completed(outcome.completed);
+  progress.set_formal_requests_failed(outcome.failed);
+  on_progress(progress, true);
+  env.metrics.CountFormalRequests("sent", outcome.sent);
+  env.metrics.CountFormalRequests("completed", outcome.completed);
+  env.metrics.CountFormalRequests("failed", outcome.failed);
+
+  Counters counters{{"attempt", attempt},
+                    {"sent", static_cast<double>(outcome.sent)},
+                    {"completed", static_cast<double>(outcome.completed)},
+                    {"failed", static_cast<double>(outcome.failed)},
+                    {"wall_seconds", absl::ToDoubleSeconds(outcome.wall)}};
+  if (absl::StatusOr<InstanceCounters> after = env.engine.Scrape(*prefill); after.ok()) {
+    const double queries = after->prefix_cache_queries - before.prefix_cache_queries;
+    if (queries > 0) {
+      counters["achieved_hit_ratio"] =
+          (after->prefix_cache_hits - before.prefix_cache_hits) / queries;
+    }
+  }
+  if (env.cancel.load()) return absl::CancelledError("cancelled during the formal load");
+  if (outcome.not_sent > 0) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("limits.formal_deadline (", absl::FormatDuration(deadline), ") reached: ",
+                     outcome.sent, " of ", outcome.planned, " formal requests sent"));
+  }
+  return counters;
+}
+
+absl::StatusOr<Counters> DrainConfirm(StageEnv& env, const v1::Experiment& e) {
+  const absl::Time deadline = env.clock.Now() + FromProto(e.spec().limits().drain_timeout());
+  int polls = 0;
+  while (true) {
+    ++polls;
+    SERVELAB_ASSIGN_OR_RETURN(std::vector<std::string> busy, BusyInstances(env));
+    if (busy.empty()) return Counters{{"polls", polls}};
+    if (env.clock.Now() >= deadline) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot confirm the load ended: ", absl::StrJoin(busy, "; ")));
+    }
+    std::this_thread::sleep_for(absl::ToChronoMilliseconds(env.drain_poll));
+  }
+}
+
+}  // namespace servelab::core

@@ -1,0 +1,550 @@
+#include "daemon/core/stage_runner.h"
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "daemon/core/failure_class.h"
+#include "daemon/core/hot_state.h"
+#include "daemon/core/planner.h"
+
+namespace servelab::core {
+namespace {
+
+bool Done(v1::StageStatus status) {
+  return status == v1::STAGE_STATUS_SUCCEEDED || status == v1::STAGE_STATUS_REUSED ||
+         status == v1::STAGE_STATUS_SKIPPED;
+}
+
+bool IsLaneStage(v1::StageName stage) {
+  return stage >= v1::STAGE_LAUNCH_PREFILL && stage <= v1::STAGE_DRAIN_CONFIRM;
+}
+
+v1::Stage* FindStage(v1::Experiment& e, v1::StageName name) {
+  for (v1::Stage& stage : *e.mutable_stages()) {
+    if (stage.name() == name) return &stage;
+  }
+  v1::Stage* stage = e.add_stages();  // Older experiments may lack a stage row.
+  stage->set_name(name);
+  stage->set_status(v1::STAGE_STATUS_PENDING);
+  return stage;
+}
+
+const v1::Stage* FindStage(const v1::Experiment& e, v1::StageName name) {
+  for (const v1::Stage& stage : e.stages()) {
+    if (stage.name() == name) return &stage;
+  }
+  return nullptr;
+}
+
+std::string ActionLabel(v1::StageAction action) {
+  switch (action) {
+    case v1::STAGE_ACTION_RUN: return "run";
+    case v1::STAGE_ACTION_REUSE: return "reuse";
+    case v1::STAGE_ACTION_SKIP: return "skip";
+    default: return "unknown";
+  }
+}
+
+void ResetStage(v1::Stage& stage) {
+  stage.set_status(v1::STAGE_STATUS_PENDING);
+  stage.clear_error();
+}
+
+v1::Side SideOf(v1::StageName stage) {
+  switch (stage) {
+    case v1::STAGE_LAUNCH_PREFILL: return v1::SIDE_PREFILL;
+    case v1::STAGE_LAUNCH_DECODE: return v1::SIDE_DECODE;
+    default: return v1::SIDE_ROUTER;
+  }
+}
+
+const std::string& FingerprintOf(const v1::Fingerprints& f, v1::Side side) {
+  return side == v1::SIDE_PREFILL ? f.prefill() : side == v1::SIDE_DECODE ? f.decode() : f.router();
+}
+
+}  // namespace
+
+StageRunner::StageRunner(Ledger& ledger, Engine& engine, LoadDriver& load, RunnerMetrics& metrics,
+                         Options options)
+    : ledger_(ledger), engine_(engine), load_(load), metrics_(metrics), options_(std::move(options)) {}
+
+StageRunner::~StageRunner() { Shutdown(); }
+
+void StageRunner::Start() {
+  cpu_thread_ = std::thread([this] { CpuLoop(); });
+  lane_thread_ = std::thread([this] { LaneLoop(); });
+}
+
+void StageRunner::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    for (auto& [id, flag] : cancel_) flag->store(true);
+  }
+  if (cpu_thread_.joinable()) cpu_thread_.join();
+  if (lane_thread_.joinable()) lane_thread_.join();
+}
+
+StageRunner::Lane StageRunner::lane() {
+  absl::MutexLock lock(&mu_);
+  return lane_;
+}
+
+StageEnv StageRunner::Env(std::atomic<bool>& cancel) {
+  return StageEnv{.store = ledger_.store(), .engine = engine_, .load = load_, .metrics = metrics_,
+                  .clock = ledger_.clock(), .log_dir = options_.log_dir, .cancel = cancel,
+                  .stop_grace = options_.stop_grace, .drain_poll = options_.drain_poll};
+}
+
+std::shared_ptr<std::atomic<bool>> StageRunner::CancelFlag(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  auto& flag = cancel_[id];
+  if (flag == nullptr) flag = std::make_shared<std::atomic<bool>>(false);
+  return flag;
+}
+
+void StageRunner::Enqueue(const std::string& id) {
+  CancelFlag(id);
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return;
+  cpu_tasks_.push_back([this, id] { Prepare(id); });
+}
+
+absl::Status StageRunner::CancelRunning(const std::string& id) {
+  std::shared_ptr<std::atomic<bool>> flag;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = cancel_.find(id);
+    if (it == cancel_.end()) {
+      return absl::FailedPreconditionError(absl::StrCat(id, " is not running"));
+    }
+    flag = it->second;
+  }
+  flag->store(true);
+  // The runner records the cancellation at the next safe point: a running
+  // formal load is stopped and drained first.
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline) {
+    absl::StatusOr<v1::Experiment> e = ledger_.store().GetExperiment(id);
+    if (!e.ok() || IsFinal(e->state())) return absl::OkStatus();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return absl::DeadlineExceededError(absl::StrCat(id, ": cancellation requested, still stopping"));
+}
+
+void StageRunner::CpuLoop() {
+  while (true) {
+    Task task;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](StageRunner* r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            return r->stopping_ || !r->cpu_tasks_.empty();
+          },
+          this));
+      if (stopping_) return;
+      task = std::move(cpu_tasks_.front());
+      cpu_tasks_.pop_front();
+    }
+    task();
+  }
+}
+
+void StageRunner::LaneLoop() {
+  while (true) {
+    std::string id;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](StageRunner* r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            return r->stopping_ || !r->lane_queue_.empty();
+          },
+          this));
+      if (stopping_) return;
+      id = lane_queue_.front();
+      lane_queue_.pop_front();
+      lane_ = Lane{.owner = id};
+    }
+    metrics_.SetLaneBusy(true);
+    RunLane(id);
+    metrics_.SetLaneBusy(false);
+    absl::MutexLock lock(&mu_);
+    lane_ = Lane{};
+  }
+}
+
+void StageRunner::Prepare(const std::string& id) {
+  std::shared_ptr<std::atomic<bool>> cancel = CancelFlag(id);
+  absl::StatusOr<v1::Experiment> started =
+      ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+        if (e.state() != v1::EXPERIMENT_STATE_QUEUED) {
+          return absl::FailedPreconditionError("not queued");
+        }
+        EventText event{"state", "queued -> running"};
+        // A resume continues where the failure class says; completed
+        // stages are never re-run.
+        switch (e.failure_class()) {
+          case v1::LOAD_INTERRUPTED:
+          case v1::LOAD_END_UNKNOWN:
+            for (v1::StageName s : {v1::STAGE_FORMAL_LOAD, v1::STAGE_DRAIN_CONFIRM,
+                                    v1::STAGE_ANALYZE, v1::STAGE_DECIDE}) {
+              ResetStage(*FindStage(e, s));
+            }
+            break;
+          default:
+            for (v1::Stage& stage : *e.mutable_stages()) {
+              if (stage.status() == v1::STAGE_STATUS_FAILED ||
+                  stage.status() == v1::STAGE_STATUS_RUNNING) {
+                ResetStage(stage);
+              }
+            }
+        }
+        if (e.failure_class() != v1::FAILURE_CLASS_UNSPECIFIED) {
+          event.detail = absl::StrCat("resumed after ", v1::FailureClass_Name(e.failure_class()));
+        }
+        e.set_state(v1::EXPERIMENT_STATE_RUNNING);
+        e.set_failure_class(v1::FAILURE_CLASS_UNSPECIFIED);
+        e.set_resume_action("");
+        e.set_blocker("preflight");
+        return event;
+      });
+  if (!started.ok()) return;
+  if (cancel->load()) return FinishCancelled(id);
+  if (!started->plan().raw_records_from().empty() ||
+      (FindStage(*started, v1::STAGE_DRAIN_CONFIRM) != nullptr &&
+       Done(FindStage(*started, v1::STAGE_DRAIN_CONFIRM)->status()))) {
+    // Nothing left for the accelerators: re-analysis, or a resume after the
+    // raw data was complete.
+    for (v1::StageName s : AllStages()) {
+      const v1::Stage* stage = FindStage(*started, s);
+      if ((IsLaneStage(s) || s == v1::STAGE_PREFLIGHT) && stage != nullptr &&
+          !Done(stage->status())) {
+        MarkStage(id, s, v1::STAGE_STATUS_SKIPPED).IgnoreError();
+      }
+    }
+    return RunAnalysis(id);
+  }
+  const v1::Stage* preflight = FindStage(*started, v1::STAGE_PREFLIGHT);
+  if (preflight == nullptr || !Done(preflight->status())) {
+    std::atomic<bool>& flag = *cancel;
+    absl::Status status = RunStage(id, v1::STAGE_PREFLIGHT, [&](const v1::Experiment& e) {
+      StageEnv env = Env(flag);
+      return Preflight(env, e);
+    });
+    if (!status.ok()) return FailExperiment(id, v1::STAGE_PREFLIGHT, status);
+  }
+  Lane current = lane();
+  SetBlocker(id, current.owner.empty()
+                     ? "waiting for the accelerator lane"
+                     : absl::StrCat("waiting for the accelerator lane: ", current.owner,
+                                    " holds it"));
+  absl::MutexLock lock(&mu_);
+  lane_queue_.push_back(id);
+}
+
+void StageRunner::RunLane(const std::string& id) {
+  std::shared_ptr<std::atomic<bool>> cancel = CancelFlag(id);
+  if (cancel->load()) return FinishCancelled(id);
+  if (absl::StatusOr<v1::Experiment> e = ledger_.store().GetExperiment(id); e.ok()) {
+    const v1::Stage* preflight = FindStage(*e, v1::STAGE_PREFLIGHT);
+    if (preflight != nullptr && preflight->has_ended_at()) {
+      metrics_.ObserveQueueWait(
+          absl::ToDoubleSeconds(ledger_.clock().Now() - FromTimestamp(preflight->ended_at())));
+    }
+  }
+  if (absl::Status status = Replan(id); !status.ok()) {
+    return FailExperiment(id, v1::STAGE_LAUNCH_PREFILL, status);
+  }
+  StageEnv env = Env(*cancel);
+  absl::Status formal_error;
+  bool formal_started = false;
+  for (v1::StageName name : AllStages()) {
+    if (!IsLaneStage(name)) continue;
+    absl::StatusOr<v1::Experiment> e = ledger_.store().GetExperiment(id);
+    if (!e.ok()) return;
+    const v1::Stage* stage = FindStage(*e, name);
+    if (stage != nullptr && Done(stage->status())) continue;
+    if (cancel->load() && !formal_started) return FinishCancelled(id);
+    {
+      absl::MutexLock lock(&mu_);
+      lane_.stage = name;
+    }
+    const v1::StageAction action = stage != nullptr ? stage->action() : v1::STAGE_ACTION_RUN;
+    if (action == v1::STAGE_ACTION_SKIP || action == v1::STAGE_ACTION_REUSE) {
+      MarkStage(id, name,
+                action == v1::STAGE_ACTION_SKIP ? v1::STAGE_STATUS_SKIPPED : v1::STAGE_STATUS_REUSED)
+          .IgnoreError();
+      continue;
+    }
+    absl::Status status;
+    if (name == v1::STAGE_FORMAL_LOAD) {
+      formal_started = true;
+      absl::StatusOr<int> attempt = NextAttempt(ledger_.store(), id, v1::PHASE_FORMAL);
+      absl::Mutex progress_mu;
+      absl::Time last_commit = absl::InfinitePast();
+      bool first_recorded = false;
+      ProgressFn on_progress = [&](const v1::Progress& progress, bool final) {
+        absl::MutexLock lock(&progress_mu);
+        const absl::Time now = absl::Now();
+        const bool first = progress.has_first_formal_request_at() && !first_recorded;
+        if (!final && !first && now - last_commit < options_.progress_interval) return;
+        first_recorded = first_recorded || first;
+        last_commit = now;
+        ledger_.Update(id, [&](v1::Experiment& x) -> absl::StatusOr<EventText> {
+          *x.mutable_progress() = progress;
+          return EventText{"progress", absl::StrCat(progress.formal_requests_sent(), "/",
+                                                     progress.formal_requests_planned(), " sent")};
+        }).IgnoreError();
+      };
+      status = attempt.ok() ? RunStage(id, name, [&](const v1::Experiment& x) {
+        return FormalLoad(env, x, *attempt, on_progress);
+      })
+                            : attempt.status();
+      if (!status.ok()) formal_error = status;
+      continue;  // Whatever happened, the drain must be confirmed next.
+    }
+    status = RunStage(id, name, [&](const v1::Experiment& x) -> absl::StatusOr<Counters> {
+      switch (name) {
+        case v1::STAGE_LAUNCH_PREFILL:
+        case v1::STAGE_LAUNCH_DECODE:
+        case v1::STAGE_LAUNCH_ROUTER: return LaunchSide(env, x, SideOf(name));
+        case v1::STAGE_WARMUP: return Warmup(env, x);
+        case v1::STAGE_ROUTE_VERIFY: return RouteVerify(env, x);
+        case v1::STAGE_CACHE_RESET: return CacheReset(env, x);
+        case v1::STAGE_CACHE_SEED: return CacheSeed(env, x);
+        case v1::STAGE_DRAIN_CONFIRM: return DrainConfirm(env, x);
+        default: return absl::InternalError("not a lane stage");
+      }
+    });
+    if (status.ok()) continue;
+    if (name != v1::STAGE_DRAIN_CONFIRM) return FailExperiment(id, name, status);
+    // The end of the load is unknown: keep the lane until it drains, so no
+    // new load starts on top of it.
+    FailExperiment(id, name, status);
+    std::atomic<bool> never(false);
+    StageEnv hold = Env(never);
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (stopping_) return;
+      }
+      if (absl::StatusOr<v1::Experiment> x = ledger_.store().GetExperiment(id);
+          x.ok() && DrainConfirm(hold, *x).ok()) {
+        SetBlocker(id, "instances drained; the lane is free (resume for a new formal attempt)");
+        return;
+      }
+    }
+  }
+  if (cancel->load()) return FinishCancelled(id);
+  if (!formal_error.ok()) return FailExperiment(id, v1::STAGE_FORMAL_LOAD, formal_error);
+  absl::MutexLock lock(&mu_);
+  cpu_tasks_.push_back([this, id] { RunAnalysis(id); });
+}
+
+void StageRunner::RunAnalysis(const std::string& id) {
+  std::shared_ptr<std::atomic<bool>> cancel = CancelFlag(id);
+  StageEnv env = Env(*cancel);
+  SetBlocker(id, "analyzing the stored raw records");
+  v1::Result result;
+  absl::Status status = RunStage(id, v1::STAGE_ANALYZE, [&](const v1::Experiment& e)
+                                                            -> absl::StatusOr<Counters> {
+    SERVELAB_ASSIGN_OR_RETURN(result, AnalyzeStored(env, e));
+    return Counters{{"requests_completed", static_cast<double>(result.whole().requests_completed())},
+                    {"requests_failed", static_cast<double>(result.whole().requests_failed())}};
+  });
+  if (!status.ok()) return FailExperiment(id, v1::STAGE_ANALYZE, status);
+  std::optional<v1::Decision> decision;
+  status = RunStage(id, v1::STAGE_DECIDE, [&](const v1::Experiment& e) -> absl::StatusOr<Counters> {
+    SERVELAB_ASSIGN_OR_RETURN(decision, DecideAgainstBaseline(env, e, result));
+    if (!decision.has_value()) return Counters{{"has_baseline", 0}};
+    return Counters{{"has_baseline", 1}, {"delta_fraction", decision->delta_fraction()}};
+  });
+  if (!status.ok()) return FailExperiment(id, v1::STAGE_DECIDE, status);
+  if (decision.has_value()) *result.mutable_decision() = *decision;
+  ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+    *e.mutable_result() = result;
+    e.set_state(v1::EXPERIMENT_STATE_SUCCEEDED);
+    e.set_blocker("");
+    std::string verdict = decision.has_value()
+                              ? absl::StrCat("; ", decision->verdict(), " vs ",
+                                             decision->baseline_experiment_id())
+                              : "; first of its scenario";
+    return EventText{"state", absl::StrCat("running -> succeeded", verdict)};
+  }).IgnoreError();
+  absl::MutexLock lock(&mu_);
+  cancel_.erase(id);
+}
+
+absl::Status StageRunner::RunStage(
+    const std::string& id, v1::StageName name,
+    const std::function<absl::StatusOr<Counters>(const v1::Experiment&)>& body) {
+  const absl::Time start = ledger_.clock().Now();
+  SERVELAB_ASSIGN_OR_RETURN(
+      v1::Experiment started, ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+        v1::Stage& stage = *FindStage(e, name);
+        stage.set_status(v1::STAGE_STATUS_RUNNING);
+        stage.set_attempt(stage.attempt() + 1);
+        *stage.mutable_started_at() = ToTimestamp(start);
+        stage.clear_ended_at();
+        stage.clear_error();
+        stage.clear_counters();
+        e.set_state(v1::EXPERIMENT_STATE_RUNNING);
+        if (IsLaneStage(name) || name >= v1::STAGE_ANALYZE) e.set_blocker("");
+        return EventText{"stage", absl::StrCat(StageLabel(name), " running (attempt ",
+                                               stage.attempt(), ")")};
+      }));
+  absl::StatusOr<Counters> counters = body(started);
+  const absl::Time end = ledger_.clock().Now();
+  ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+    v1::Stage& stage = *FindStage(e, name);
+    *stage.mutable_ended_at() = ToTimestamp(end);
+    if (counters.ok()) {
+      stage.set_status(v1::STAGE_STATUS_SUCCEEDED);
+      for (const auto& [key, value] : *counters) (*stage.mutable_counters())[key] = value;
+    } else {
+      stage.set_status(v1::STAGE_STATUS_FAILED);
+      stage.set_error(std::string(counters.status().message()));
+    }
+    return EventText{"stage", absl::StrCat(StageLabel(name), counters.ok() ? " succeeded" : " failed: ",
+                                           counters.ok() ? "" : counters.status().message())};
+  }).IgnoreError();
+  metrics_.ObserveStage(StageLabel(name), "run", absl::ToDoubleSeconds(end - start));
+  return counters.status();
+}
+
+absl::Status StageRunner::MarkStage(const std::string& id, v1::StageName name,
+                                    v1::StageStatus status) {
+  const absl::Time now = ledger_.clock().Now();
+  std::string action;
+  absl::Status result =
+      ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+        v1::Stage& stage = *FindStage(e, name);
+        stage.set_status(status);
+        *stage.mutable_started_at() = ToTimestamp(now);
+        *stage.mutable_ended_at() = ToTimestamp(now);
+        action = ActionLabel(stage.action());
+        return EventText{"stage", absl::StrCat(StageLabel(name),
+                                               status == v1::STAGE_STATUS_REUSED ? " reused: "
+                                                                                 : " skipped: ",
+                                               stage.reason())};
+      }).status();
+  metrics_.ObserveStage(StageLabel(name), status == v1::STAGE_STATUS_REUSED ? "reuse" : "skip", 0);
+  if (status == v1::STAGE_STATUS_REUSED) metrics_.CountStageReuse(StageLabel(name));
+  return result;
+}
+
+void StageRunner::FailExperiment(const std::string& id, v1::StageName name,
+                                 const absl::Status& error) {
+  ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+    const v1::Stage* warmup = FindStage(static_cast<const v1::Experiment&>(e), v1::STAGE_WARMUP);
+    const bool warm = warmup != nullptr && Done(warmup->status());
+    const v1::FailureClass failure_class = ClassifyFailure(name, warm);
+    e.set_state(v1::EXPERIMENT_STATE_FAILED);
+    e.set_failure_class(failure_class);
+    e.set_resume_action(ResumeAction(failure_class, name));
+    e.set_blocker(absl::StrCat(StageLabel(name), " failed: ", error.message()));
+    return EventText{"failed", absl::StrCat(v1::FailureClass_Name(failure_class), " at ",
+                                            StageLabel(name), ": ", error.message())};
+  }).IgnoreError();
+  absl::MutexLock lock(&mu_);
+  cancel_.erase(id);
+}
+
+void StageRunner::FinishCancelled(const std::string& id) {
+  ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+    if (IsFinal(e.state())) return absl::FailedPreconditionError("already final");
+    const std::string before = StateLabel(e.state());
+    e.set_state(v1::EXPERIMENT_STATE_CANCELLED);
+    e.set_blocker("");
+    return EventText{"cancelled", absl::StrCat(before, " -> cancelled")};
+  }).IgnoreError();
+  absl::MutexLock lock(&mu_);
+  cancel_.erase(id);
+}
+
+void StageRunner::SetBlocker(const std::string& id, const std::string& blocker) {
+  ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+    e.set_blocker(blocker);
+    return EventText{"blocker", blocker};
+  }).IgnoreError();
+}
+
+absl::Status StageRunner::Replan(const std::string& id) {
+  SERVELAB_ASSIGN_OR_RETURN(std::optional<HotState> hot, ReadHotState(ledger_.store()));
+  return ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+    // The plan made at submit compared with what ran then; the lane compares
+    // with what runs now (an experiment ahead in the queue may have changed it).
+    v1::Plan plan = MakePlan({.spec = e.spec(), .hot = hot});
+    std::string changed;
+    for (const v1::PlannedStage& planned : plan.stages()) {
+      if (!IsLaneStage(planned.stage())) continue;
+      v1::Stage& stage = *FindStage(e, planned.stage());
+      bool stale_launch = false;
+      if (planned.stage() <= v1::STAGE_LAUNCH_ROUTER && Done(stage.status())) {
+        const v1::Side side = SideOf(planned.stage());
+        stale_launch = !hot.has_value() ||
+                       FingerprintOf(hot->fingerprints, side) != FingerprintOf(plan.fingerprints(), side);
+      }
+      if (Done(stage.status()) && !stale_launch) continue;
+      if (stale_launch) ResetStage(stage);
+      if (stage.action() != planned.action()) {
+        absl::StrAppend(&changed, changed.empty() ? "" : ", ", StageLabel(planned.stage()), " ",
+                        ActionLabel(stage.action()), " -> ", ActionLabel(planned.action()));
+      }
+      stage.set_action(planned.action());
+      stage.set_reason(planned.reason());
+    }
+    *plan.mutable_predicted_preparation() = e.plan().predicted_preparation();
+    *e.mutable_plan() = plan;
+    return EventText{"plan", changed.empty() ? "lane plan unchanged since submit"
+                                             : absl::StrCat("re-planned at lane start: ", changed)};
+  }).status();
+}
+
+absl::Status StageRunner::Recover() {
+  Store& store = ledger_.store();
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, store.ListInstances());
+  for (const v1::ServingInstance& instance : instances) {
+    // Same pid and start time: the very process we launched, still serving.
+    if (!engine_.Alive(instance)) SERVELAB_RETURN_IF_ERROR(store.RemoveInstance(instance.side()));
+  }
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> all, store.ListExperiments({}));
+  for (const v1::Experiment& experiment : all) {
+    if (experiment.state() == v1::EXPERIMENT_STATE_QUEUED) {
+      Enqueue(experiment.id());
+      continue;
+    }
+    if (experiment.state() != v1::EXPERIMENT_STATE_RUNNING) continue;
+    // Interrupted by the restart: classify by how far it got. Never re-send
+    // a formal load by itself; resume decides.
+    v1::StageName interrupted = v1::STAGE_PREFLIGHT;
+    for (const v1::Stage& stage : experiment.stages()) {
+      if (!Done(stage.status())) {
+        interrupted = stage.name();
+        break;
+      }
+    }
+    ledger_.Update(experiment.id(), [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+      v1::Stage& stage = *FindStage(e, interrupted);
+      if (stage.status() == v1::STAGE_STATUS_RUNNING) {
+        stage.set_status(v1::STAGE_STATUS_FAILED);
+        stage.set_error("the daemon restarted during this stage");
+        *stage.mutable_ended_at() = ToTimestamp(ledger_.clock().Now());
+      }
+      const v1::Stage* warmup = FindStage(static_cast<const v1::Experiment&>(e), v1::STAGE_WARMUP);
+      const v1::FailureClass failure_class =
+          ClassifyFailure(interrupted, warmup != nullptr && Done(warmup->status()));
+      e.set_state(v1::EXPERIMENT_STATE_FAILED);
+      e.set_failure_class(failure_class);
+      e.set_resume_action(ResumeAction(failure_class, interrupted));
+      e.set_blocker(absl::StrCat("the daemon restarted during ", StageLabel(interrupted)));
+      return EventText{"recovered", absl::StrCat(v1::FailureClass_Name(failure_class),
+                                                 ": interrupted by a daemon restart during ",
+                                                 StageLabel(interrupted))};
+    }).IgnoreError();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace servelab::core

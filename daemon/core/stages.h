@@ -1,0 +1,76 @@
+// The bodies of the stages, one function each, called by the stage runner
+// between its persisted RUNNING and SUCCEEDED/FAILED transitions. Each reads
+// every parameter from the experiment's frozen spec and returns the stage's
+// counters (or the error that fails it).
+//
+// deployment_stages.cc: launch_*, warmup, route_verify, cache_reset, cache_seed.
+// load_stages.cc:       preflight, formal_load, drain_confirm.
+// analysis_stages.cc:   analyze, decide.
+#ifndef SERVELAB_DAEMON_CORE_STAGES_H_
+#define SERVELAB_DAEMON_CORE_STAGES_H_
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "daemon/core/clock.h"
+#include "daemon/core/engine.h"
+#include "daemon/core/load_driver.h"
+#include "daemon/core/runner_metrics.h"
+#include "daemon/core/store.h"
+#include "servelab/v1/experiment.pb.h"
+
+namespace servelab::core {
+
+using Counters = std::map<std::string, double>;
+
+// What a stage may use. Borrowed; outlives the stage.
+struct StageEnv {
+  Store& store;
+  Engine& engine;
+  LoadDriver& load;
+  RunnerMetrics& metrics;
+  Clock& clock;
+  std::string log_dir;
+  std::atomic<bool>& cancel;
+  absl::Duration stop_grace;
+  absl::Duration drain_poll;
+};
+
+absl::StatusOr<Counters> Preflight(StageEnv& env, const v1::Experiment& e);
+absl::StatusOr<Counters> LaunchSide(StageEnv& env, const v1::Experiment& e, v1::Side side);
+absl::StatusOr<Counters> Warmup(StageEnv& env, const v1::Experiment& e);
+absl::StatusOr<Counters> RouteVerify(StageEnv& env, const v1::Experiment& e);
+absl::StatusOr<Counters> CacheReset(StageEnv& env, const v1::Experiment& e);
+absl::StatusOr<Counters> CacheSeed(StageEnv& env, const v1::Experiment& e);
+
+// Progress of the formal load as it runs (sent/completed/failed and the
+// exact time of the first formal request); `final` for the last figures.
+using ProgressFn = std::function<void(const v1::Progress&, bool final)>;
+absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int attempt,
+                                    const ProgressFn& on_progress);
+// Every instance reports no running and no waiting request within
+// limits.drain_timeout; FAILED_PRECONDITION naming what is still busy.
+absl::StatusOr<Counters> DrainConfirm(StageEnv& env, const v1::Experiment& e);
+
+// Reads the stored formal records of the latest attempt (or of
+// plan.raw_records_from) and analyzes them.
+absl::StatusOr<v1::Result> AnalyzeStored(StageEnv& env, const v1::Experiment& e);
+// Compares with analysis.baseline, or with the scenario's best succeeded
+// experiment; nullopt when there is nothing to compare with.
+absl::StatusOr<std::optional<v1::Decision>> DecideAgainstBaseline(StageEnv& env,
+                                                                  const v1::Experiment& e,
+                                                                  const v1::Result& result);
+
+// The stored instance of `side`, if any.
+std::optional<v1::ServingInstance> InstanceFor(Store& store, v1::Side side);
+
+// Next attempt number for `phase` records of experiment `id` (1 when none).
+absl::StatusOr<int> NextAttempt(Store& store, const std::string& id, v1::Phase phase);
+
+}  // namespace servelab::core
+
+#endif  // SERVELAB_DAEMON_CORE_STAGES_H_
