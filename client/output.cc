@@ -31,8 +31,9 @@ std::string FormatTimestamp(const google::protobuf::Timestamp& ts) {
 
 // Whole seconds: sub-second precision is noise in a status line.
 std::string FormatAge(absl::Duration d) {
-  if (d < absl::ZeroDuration()) d = absl::ZeroDuration();
-  return absl::FormatDuration(absl::Trunc(d, absl::Seconds(1)));
+  d = absl::Trunc(d, absl::Seconds(1));
+  if (d <= absl::ZeroDuration()) return "0s";
+  return absl::FormatDuration(d);
 }
 
 std::string StripPrefix(const std::string& name, absl::string_view prefix) {
@@ -278,9 +279,14 @@ std::string FormatSummary(const v1::Summary& s) {
   // Map order is by name; the state order reads better.
   for (int state = v1::EXPERIMENT_STATE_QUEUED; state <= v1::EXPERIMENT_STATE_CANCELLED; ++state) {
     std::string name = v1::ExperimentState_Name(static_cast<v1::ExperimentState>(state));
-    auto it = s.experiments_by_state().find(name);
-    int64_t count = it == s.experiments_by_state().end() ? 0 : it->second;
-    counts.push_back(absl::StrCat(StripPrefix(name, "EXPERIMENT_STATE_"), " ", count));
+    std::string short_name = StripPrefix(name, "EXPERIMENT_STATE_");
+    // Keyed by the enum name or its lower-case short form ("queued").
+    int64_t count = 0;
+    for (const std::string& key : {name, absl::AsciiStrToLower(short_name)}) {
+      auto it = s.experiments_by_state().find(key);
+      if (it != s.experiments_by_state().end()) count = it->second;
+    }
+    counts.push_back(absl::StrCat(short_name, " ", count));
   }
   AppendRow(&out, "experiments", absl::StrJoin(counts, ", "));
   AppendRow(&out, "next step", s.next_step().empty() ? "-" : s.next_step());

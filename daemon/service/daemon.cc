@@ -1,0 +1,216 @@
+#include "daemon/service/daemon.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "daemon/service/logging.h"
+#include "daemon/service/metrics.h"
+#include "daemon/service/serve_lab_service.h"
+#include "daemon/service/state_dir_lock.h"
+#include "storage/sqlite_store.h"
+
+namespace servelab::service {
+namespace {
+
+namespace fs = std::filesystem;
+
+absl::Status MakeStateDir(const std::string& dir) {
+  std::error_code error;
+  if (fs::exists(dir, error)) {
+    if (!fs::is_directory(dir, error)) {
+      return absl::FailedPreconditionError(absl::StrCat("state dir ", dir, " is not a directory"));
+    }
+    return absl::OkStatus();
+  }
+  fs::create_directories(dir, error);
+  if (error) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot create state dir ", dir, ": ", error.message()));
+  }
+  // Only the owner may reach the socket and the database.
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace, error);
+  return absl::OkStatus();
+}
+
+// Written to a temporary name and renamed, so a reader never sees half a line.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
+  std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << content << "\n";
+    if (!out.good()) return absl::InternalError(absl::StrCat("cannot write ", temporary));
+  }
+  if (rename(temporary.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot rename ", temporary, ": ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+// The lock makes this ours; a socket file left by a crashed daemon would
+// make bind fail.
+absl::Status RemoveStaleSocket(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) return absl::OkStatus();
+  if (!S_ISSOCK(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " exists and is not a socket; refusing to replace it"));
+  }
+  if (unlink(path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot remove stale socket ", path, ": ",
+                                            strerror(errno)));
+  }
+  Logger("daemon")->info("removed stale socket {}", path);
+  return absl::OkStatus();
+}
+
+void InitGrpcOnce() {
+  static bool done = [] {
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+    return true;
+  }();
+  (void)done;
+}
+
+}  // namespace
+
+Daemon::Daemon(DaemonOptions options, std::string state_dir, ListenAddress listen)
+    : options_(std::move(options)), state_dir_(std::move(state_dir)), listen_(std::move(listen)) {}
+
+Daemon::~Daemon() { Shutdown(absl::ZeroDuration()); }
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& options) {
+  if (options.state_dir.empty()) return absl::InvalidArgumentError("--state-dir is required");
+  std::error_code error;
+  std::string state_dir = fs::absolute(options.state_dir, error).lexically_normal().string();
+  if (error) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad state dir ", options.state_dir, ": ", error.message()));
+  }
+  if (state_dir.size() > 1 && state_dir.back() == '/') state_dir.pop_back();
+  std::string listen_text =
+      options.listen.empty() ? absl::StrCat("unix:", state_dir, "/servelab.sock") : options.listen;
+  SERVELAB_ASSIGN_OR_RETURN(ListenAddress listen,
+                            ParseListenAddress(listen_text, options.allow_remote));
+  if (!options.metrics_listen.empty()) {
+    SERVELAB_RETURN_IF_ERROR(ParseHostPort(options.metrics_listen, options.allow_remote).status());
+  }
+  if (listen.kind == ListenAddress::Kind::kUnix) {
+    listen.path = fs::absolute(listen.path).lexically_normal().string();
+  }
+
+  SERVELAB_RETURN_IF_ERROR(MakeStateDir(state_dir));
+  auto daemon = std::unique_ptr<Daemon>(new Daemon(options, state_dir, std::move(listen)));
+  SERVELAB_ASSIGN_OR_RETURN(daemon->lock_,
+                            StateDirLock::Acquire(absl::StrCat(state_dir, "/servelabd.lock")));
+  std::string db_path = absl::StrCat(state_dir, "/servelab.db");
+  SERVELAB_ASSIGN_OR_RETURN(daemon->store_, storage::SqliteStore::Open(db_path));
+  daemon->control_plane_ = std::make_unique<core::ControlPlane>(*daemon->store_, daemon->clock_);
+  daemon->metrics_ = std::make_unique<Metrics>(*daemon->control_plane_);
+  daemon->service_ = std::make_unique<ServeLabService>(*daemon->control_plane_, *daemon->metrics_);
+  Logger("daemon")->info("state dir {} (store {}), lock held by pid {}", state_dir, db_path,
+                         getpid());
+  return daemon;
+}
+
+absl::Status Daemon::Start() {
+  if (!options_.metrics_listen.empty()) {
+    SERVELAB_ASSIGN_OR_RETURN(ListenAddress metrics_address,
+                              ParseHostPort(options_.metrics_listen, options_.allow_remote));
+    SERVELAB_RETURN_IF_ERROR(metrics_->Listen(metrics_address.host_port()));
+    metrics_address.port = metrics_->port();
+    SERVELAB_RETURN_IF_ERROR(WriteFileAtomically(
+        absl::StrCat(state_dir_, "/servelabd.metrics.addr"), metrics_address.host_port()));
+    Logger("daemon")->info("serving /metrics on http://{}/metrics", metrics_address.host_port());
+  }
+
+  InitGrpcOnce();
+  if (listen_.kind == ListenAddress::Kind::kUnix) {
+    SERVELAB_RETURN_IF_ERROR(RemoveStaleSocket(listen_.path));
+  }
+  grpc::ServerBuilder builder;
+  int selected_port = 0;
+  builder.AddListeningPort(listen_.grpc_uri(), grpc::InsecureServerCredentials(), &selected_port);
+  builder.RegisterService(service_.get());
+  // gRPC sets SO_REUSEPORT by default: a second daemon on the same port would
+  // then share it silently, and clients would reach either one.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // The socket is created by bind(); a tight umask closes the window before
+  // the chmod below.
+  mode_t old_umask = umask(0077);
+  server_ = builder.BuildAndStart();
+  umask(old_umask);
+  if (server_ == nullptr || selected_port == 0) {
+    server_.reset();
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", listen_.ToString(),
+                     " (address in use, or not bindable; see the log above)"));
+  }
+  ListenAddress bound = listen_;
+  if (bound.kind == ListenAddress::Kind::kUnix) {
+    if (chmod(bound.path.c_str(), 0600) != 0) {
+      return absl::InternalError(
+          absl::StrCat("cannot chmod 0600 ", bound.path, ": ", strerror(errno)));
+    }
+  } else {
+    bound.port = selected_port;
+  }
+  bound_address_ = bound.ToString();
+
+  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+  health->SetServingStatus(false);
+  // Recovery of unfinished experiments belongs here once the engine exists;
+  // the store is already open and migrated (Create).
+  health->SetServingStatus(true);
+  service_->SetServing(true);
+
+  SERVELAB_RETURN_IF_ERROR(
+      WriteFileAtomically(absl::StrCat(state_dir_, "/servelabd.addr"), bound_address_));
+  Logger("daemon")->info("serving gRPC on {}", bound_address_);
+  return absl::OkStatus();
+}
+
+void Daemon::Shutdown(absl::Duration grace) {
+  if (server_ != nullptr) {
+    Logger("daemon")->info("shutting down (grace {})", absl::FormatDuration(grace));
+    server_->GetHealthCheckService()->SetServingStatus(false);
+    service_->SetServing(false);
+    service_->EndWatches();
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+    server_->Wait();
+    server_.reset();
+    unlink(absl::StrCat(state_dir_, "/servelabd.addr").c_str());
+    if (listen_.kind == ListenAddress::Kind::kUnix) unlink(listen_.path.c_str());
+  }
+  // The engine stops here once it exists; then the metrics that read the
+  // control plane, then the control plane, then storage.
+  metrics_.reset();
+  if (lock_ != nullptr) unlink(absl::StrCat(state_dir_, "/servelabd.metrics.addr").c_str());
+  service_.reset();
+  control_plane_.reset();
+  if (store_ != nullptr) {
+    store_.reset();
+    Logger("daemon")->info("storage closed");
+  }
+  lock_.reset();
+}
+
+int Daemon::metrics_port() const { return metrics_ == nullptr ? 0 : metrics_->port(); }
+
+std::shared_ptr<grpc::Channel> Daemon::InProcessChannel() {
+  return server_->InProcessChannel(grpc::ChannelArguments());
+}
+
+}  // namespace servelab::service

@@ -1,0 +1,106 @@
+// Daemon: servelabd as an object — owns the state directory, the storage,
+// the control plane, the gRPC server and the metrics endpoint, and starts and
+// stops them in order. main() only parses flags and waits for a signal, so
+// tests can run a whole daemon in-process.
+//
+//   SERVELAB_ASSIGN_OR_RETURN(auto daemon, Daemon::Create(options));
+//   SERVELAB_RETURN_IF_ERROR(daemon->Start());
+//   ... wait for SIGTERM ...
+//   daemon->Shutdown(absl::Seconds(5));
+//
+// Files in the state directory (created 0700 when missing):
+//   servelabd.lock   flock held while running, holder's pid inside
+//   servelab.db      SQLite store
+//   servelab.sock    default gRPC socket, mode 0600
+//   servelabd.addr   the address actually bound ("unix:/…", "tcp:127.0.0.1:PORT")
+//   servelabd.metrics.addr   "HOST:PORT" of /metrics, when enabled
+//
+// Errors from Create/Start: INVALID_ARGUMENT / PERMISSION_DENIED for a bad or
+// non-loopback address, FAILED_PRECONDITION when another daemon owns the
+// directory (naming its pid), UNAVAILABLE when an address cannot be bound,
+// and whatever opening the store returns.
+//
+// Create, Start and Shutdown are called from one thread; the running daemon
+// serves from gRPC's threads.
+#ifndef SERVELAB_DAEMON_SERVICE_DAEMON_H_
+#define SERVELAB_DAEMON_SERVICE_DAEMON_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "daemon/core/clock.h"
+#include "daemon/core/control_plane.h"
+#include "daemon/core/store.h"
+#include "daemon/service/listen_address.h"
+
+namespace grpc {
+class Channel;
+class Server;
+}  // namespace grpc
+
+namespace servelab::service {
+
+class Metrics;
+class ServeLabService;
+class StateDirLock;
+
+struct DaemonOptions {
+  std::string state_dir;
+  // "unix:PATH" or "tcp:HOST:PORT"; empty: unix:STATE_DIR/servelab.sock.
+  std::string listen;
+  // "HOST:PORT"; empty: no /metrics.
+  std::string metrics_listen;
+  // Allow non-loopback TCP hosts for both addresses.
+  bool allow_remote = false;
+};
+
+class Daemon {
+ public:
+  // Validates the options, creates the state directory, takes its lock,
+  // opens the store and builds the control plane. Serves nothing yet.
+  static absl::StatusOr<std::unique_ptr<Daemon>> Create(const DaemonOptions& options);
+  // Shuts down (without grace) if still running.
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Serves /metrics, then gRPC (health NOT_SERVING until recovery is done,
+  // then SERVING), then writes servelabd.addr.
+  absl::Status Start();
+  // Stops accepting calls, ends open watches, gives running calls `grace`,
+  // then closes the control plane and the store. Idempotent.
+  void Shutdown(absl::Duration grace);
+
+  // After Start: the bound address in --listen form.
+  const std::string& address() const { return bound_address_; }
+  // After Start: the /metrics port, 0 when disabled.
+  int metrics_port() const;
+  const std::string& state_dir() const { return state_dir_; }
+  // A channel to the running server that bypasses the network (tests).
+  std::shared_ptr<grpc::Channel> InProcessChannel();
+
+ private:
+  Daemon(DaemonOptions options, std::string state_dir, ListenAddress listen);
+
+  // Constant after Create.
+  const DaemonOptions options_;
+  const std::string state_dir_;  // Absolute.
+  const ListenAddress listen_;
+  std::string bound_address_;
+
+  // Owned, in start order; Shutdown releases them in reverse.
+  std::unique_ptr<StateDirLock> lock_;
+  core::RealClock clock_;
+  std::unique_ptr<core::Store> store_;
+  std::unique_ptr<core::ControlPlane> control_plane_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<ServeLabService> service_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+}  // namespace servelab::service
+
+#endif  // SERVELAB_DAEMON_SERVICE_DAEMON_H_

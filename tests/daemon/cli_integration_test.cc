@@ -1,0 +1,393 @@
+// The real binaries end to end: servelabd on a temp state dir, driven by the
+// servelab CLI. Assertions are on exit codes, gRPC code names, field paths
+// and the JSON the CLI prints — never on whole messages or log text.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "servelab/v1/experiment.pb.h"
+#include "servelab/v1/service.pb.h"
+#include "tests/daemon/http_get.h"
+#include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
+
+namespace servelab {
+namespace {
+
+using ::servelab::testing::BinPath;
+using ::servelab::testing::Process;
+using ::servelab::testing::ReadFile;
+using ::servelab::testing::RunResult;
+using ::servelab::testing::SourcePath;
+using ::servelab::testing::WaitFor;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Exit codes of client/exit_codes.h (the test does not link the client).
+constexpr int kExitUsage = 2;
+constexpr int kExitInvalidArgument = 3;
+constexpr int kExitNotFound = 4;
+constexpr int kExitFailedPrecondition = 5;
+constexpr int kExitUnavailable = 6;
+constexpr int kExitDeadlineExceeded = 7;
+constexpr int kExitNotReached = 8;
+
+std::string Example(const std::string& name) { return SourcePath("deploy/examples/" + name); }
+
+std::string Trimmed(std::string s) {
+  absl::StripTrailingAsciiWhitespace(&s);
+  return s;
+}
+
+template <typename Message>
+Message ParseJson(const std::string& json) {
+  Message message;
+  auto status = google::protobuf::util::JsonStringToMessage(json, &message);
+  EXPECT_TRUE(status.ok()) << status.ToString() << "\n" << json;
+  return message;
+}
+
+class CliIntegrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override { state_dir_ = dir_.File("state"); }
+
+  // Starts servelabd and waits until it wrote its address (it is SERVING then).
+  std::unique_ptr<Process> StartDaemon(const std::vector<std::string>& extra = {}) {
+    unlink((state_dir_ + "/servelabd.addr").c_str());
+    std::vector<std::string> argv = {BinPath("servelabd"), "--state-dir", state_dir_};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto daemon = std::make_unique<Process>(argv, dir_.File(absl::StrCat("servelabd", ++starts_)));
+    bool up = WaitFor(
+        [&] { return testing::FileExists(state_dir_ + "/servelabd.addr") || !daemon->Running(); },
+        absl::Seconds(30));
+    EXPECT_TRUE(up && daemon->Running()) << DaemonLog();
+    addr_ = Trimmed(ReadFile(state_dir_ + "/servelabd.addr"));
+    return daemon;
+  }
+
+  std::string DaemonLog() { return ReadFile(dir_.File(absl::StrCat("servelabd", starts_, ".err"))); }
+
+  RunResult Cli(std::vector<std::string> args) {
+    args.insert(args.begin(), {BinPath("servelab"), "--addr", addr_});
+    return testing::Run(args);
+  }
+
+  // Submits and returns the experiment the CLI printed as JSON.
+  v1::Experiment SubmitJson(std::vector<std::string> args) {
+    args.insert(args.begin(), "submit");
+    args.insert(args.end(), {"-o", "json"});
+    RunResult r = Cli(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return ParseJson<v1::Experiment>(r.out);
+  }
+
+  v1::Experiment StatusJson(const std::string& id) {
+    RunResult r = Cli({"status", id, "-o", "json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return ParseJson<v1::Experiment>(r.out);
+  }
+
+  std::string ListJson() {
+    RunResult r = Cli({"list", "-o", "json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  }
+
+  // A copy of an example with `from` replaced by `to`, its relative file
+  // references made absolute so that only the intended fault remains.
+  std::string WriteVariant(const std::string& example, const std::string& from,
+                           const std::string& to) {
+    std::string text = ReadFile(Example(example));
+    EXPECT_THAT(text, HasSubstr(from)) << example;
+    text = absl::StrReplaceAll(text, {{from, to}});
+    text = absl::StrReplaceAll(text, {{"expert_layout: layouts/",
+                                       "expert_layout: " + Example("layouts/")}});
+    std::string path = dir_.File(absl::StrCat("variant", ++variants_, ".yaml"));
+    testing::WriteFile(path, text);
+    return path;
+  }
+
+  testing::TempDir dir_;
+  std::string state_dir_;
+  std::string addr_;
+  int starts_ = 0;
+  int variants_ = 0;
+};
+
+TEST_F(CliIntegrationTest, SubmitDeltaStatusAndRestart) {
+  auto daemon = StartDaemon();
+  v1::Experiment base = SubmitJson({"-f", Example("16k-nocache.yaml")});
+  ASSERT_FALSE(base.id().empty());
+  EXPECT_EQ(base.state(), v1::EXPERIMENT_STATE_QUEUED);
+  EXPECT_TRUE(base.parent_id().empty());
+
+  v1::Experiment delta =
+      SubmitJson({"--base", base.id(), "--set", "workload.concurrency=96"});
+  EXPECT_EQ(delta.parent_id(), base.id());
+  ASSERT_EQ(delta.changes_size(), 1);
+  EXPECT_EQ(delta.changes(0).path(), "workload.concurrency");
+  EXPECT_EQ(delta.changes(0).old_value(), "128");
+  EXPECT_EQ(delta.changes(0).new_value(), "96");
+  EXPECT_NE(delta.spec_sha256(), base.spec_sha256());
+
+  // The JSON keeps proto field names and enum names.
+  RunResult raw = Cli({"status", delta.id(), "-o", "json"});
+  EXPECT_THAT(raw.out, HasSubstr("\"parent_id\""));
+  EXPECT_THAT(raw.out, HasSubstr("\"EXPERIMENT_STATE_QUEUED\""));
+  v1::Experiment base_before = StatusJson(base.id());
+  v1::Experiment delta_before = StatusJson(delta.id());
+  EXPECT_EQ(delta_before.spec().workload().concurrency(), 96);
+
+  // Human status: the facts first.
+  RunResult text = Cli({"status", delta.id()});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("QUEUED"));
+  EXPECT_THAT(text.out, HasSubstr("0 sent / 640 planned"));
+  EXPECT_THAT(text.out, HasSubstr("workload.concurrency: 128 → 96"));
+
+  daemon->Signal(SIGTERM);
+  EXPECT_EQ(daemon->Wait(), 0) << DaemonLog();
+  EXPECT_FALSE(testing::FileExists(state_dir_ + "/servelab.sock"));
+  RunResult down = Cli({"list"});
+  EXPECT_EQ(down.exit_code, kExitUnavailable);
+  EXPECT_THAT(down.err, HasSubstr("error: UNAVAILABLE:"));
+  EXPECT_THAT(down.err, HasSubstr(addr_));
+
+  daemon = StartDaemon();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(StatusJson(base.id()), base_before));
+  EXPECT_TRUE(
+      google::protobuf::util::MessageDifferencer::Equals(StatusJson(delta.id()), delta_before));
+  auto list = ParseJson<v1::ListExperimentsResponse>(ListJson());
+  ASSERT_EQ(list.experiments_size(), 2);
+  EXPECT_EQ(list.experiments(0).id(), base.id());
+  EXPECT_EQ(list.experiments(1).id(), delta.id());
+
+  RunResult lines = Cli({"list"});
+  EXPECT_EQ(lines.exit_code, 0);
+  EXPECT_THAT(lines.out, HasSubstr(base.id()));
+  EXPECT_THAT(lines.out, HasSubstr("16k-nocache"));
+  daemon->Signal(SIGTERM);
+  EXPECT_EQ(daemon->Wait(), 0);
+}
+
+TEST_F(CliIntegrationTest, OneDaemonPerStateDirAndOwnerOnlySocket) {
+  auto daemon = StartDaemon();
+  struct stat st;
+  ASSERT_EQ(stat((state_dir_ + "/servelab.sock").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600);
+  ASSERT_EQ(stat(state_dir_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700);
+
+  RunResult second = testing::Run({BinPath("servelabd"), "--state-dir", state_dir_});
+  EXPECT_NE(second.exit_code, 0);
+  EXPECT_THAT(second.err, HasSubstr(absl::StrCat("pid ", daemon->pid())));
+  // The first one is unharmed.
+  EXPECT_TRUE(daemon->Running());
+  EXPECT_EQ(Cli({"list"}).exit_code, 0);
+}
+
+TEST_F(CliIntegrationTest, LoopbackTcpAndRefusedRemote) {
+  auto daemon = StartDaemon({"--listen", "tcp:127.0.0.1:0"});
+  EXPECT_THAT(addr_, ::testing::StartsWith("tcp:127.0.0.1:"));
+  EXPECT_EQ(Cli({"list"}).exit_code, 0);
+
+  testing::TempDir other;
+  RunResult remote =
+      testing::Run({BinPath("servelabd"), "--state-dir", other.path(), "--listen", "tcp:0.0.0.0:0"});
+  EXPECT_NE(remote.exit_code, 0);
+  EXPECT_THAT(remote.err, HasSubstr("--allow-remote"));
+}
+
+TEST_F(CliIntegrationTest, MetricsEndpoint) {
+  auto daemon = StartDaemon({"--metrics-listen", "127.0.0.1:0"});
+  SubmitJson({"-f", Example("16k-nocache.yaml")});
+  std::string metrics_addr = Trimmed(ReadFile(state_dir_ + "/servelabd.metrics.addr"));
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(metrics_addr.substr(metrics_addr.rfind(':') + 1), &port))
+      << metrics_addr;
+  std::string scrape = testing::HttpGet("127.0.0.1", port, "/metrics");
+  EXPECT_THAT(scrape, HasSubstr("servelab_experiments{state=\"queued\"} 1"));
+  EXPECT_THAT(scrape, HasSubstr("method=\"SubmitExperiment\""));
+}
+
+TEST_F(CliIntegrationTest, PlanStoresNothing) {
+  auto daemon = StartDaemon();
+  v1::Experiment base = SubmitJson({"-f", Example("128k-cache90.yaml")});
+  std::string before = ListJson();
+  RunResult plan = Cli({"plan", "--base", base.id(), "--set", "workload.concurrency=90"});
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_THAT(plan.out, HasSubstr("nothing stored"));
+  EXPECT_THAT(plan.out, HasSubstr("workload.concurrency"));
+  RunResult plan_json = Cli({"plan", "-f", Example("16k-nocache.yaml"), "-o", "json"});
+  EXPECT_EQ(plan_json.exit_code, 0) << plan_json.err;
+  EXPECT_TRUE(ParseJson<v1::Experiment>(plan_json.out).id().empty());
+  EXPECT_EQ(ListJson(), before);
+}
+
+TEST_F(CliIntegrationTest, WatchWaitAndCancel) {
+  auto daemon = StartDaemon();
+  v1::Experiment e = SubmitJson({"-f", Example("16k-nocache.yaml")});
+
+  // Nothing runs queued experiments yet: waiting for "sent" times out.
+  RunResult timeout = Cli({"wait", e.id(), "--until", "sent", "--timeout", "1s"});
+  EXPECT_EQ(timeout.exit_code, kExitDeadlineExceeded) << timeout.err;
+  EXPECT_THAT(timeout.err, HasSubstr("DEADLINE_EXCEEDED"));
+
+  Process watch({BinPath("servelab"), "--addr", addr_, "watch", e.id(), "-o", "json"},
+                dir_.File("watch"));
+  ASSERT_TRUE(WaitFor([&] { return !ReadFile(dir_.File("watch.out")).empty(); },
+                      absl::Seconds(20)));
+  RunResult cancel = Cli({"cancel", e.id()});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
+  EXPECT_THAT(cancel.out, HasSubstr("CANCELLED"));
+  EXPECT_EQ(watch.Wait(absl::Seconds(20)), 0) << ReadFile(dir_.File("watch.err"));
+  std::string lines = ReadFile(dir_.File("watch.out"));
+  EXPECT_THAT(lines, HasSubstr("EXPERIMENT_STATE_QUEUED"));
+  EXPECT_THAT(lines, HasSubstr("EXPERIMENT_STATE_CANCELLED"));
+
+  RunResult done = Cli({"wait", e.id(), "--until", "done"});
+  EXPECT_EQ(done.exit_code, kExitNotReached) << done.err;
+  EXPECT_THAT(done.err, HasSubstr("CANCELLED"));
+  RunResult again = Cli({"cancel", e.id()});
+  EXPECT_EQ(again.exit_code, kExitFailedPrecondition) << again.err;
+  EXPECT_THAT(again.err, HasSubstr("error: FAILED_PRECONDITION:"));
+}
+
+TEST_F(CliIntegrationTest, SigtermEndsOpenWatches) {
+  auto daemon = StartDaemon();
+  v1::Experiment e = SubmitJson({"-f", Example("16k-nocache.yaml")});
+  Process watch({BinPath("servelab"), "--addr", addr_, "watch", e.id()}, dir_.File("watch"));
+  ASSERT_TRUE(WaitFor([&] { return !ReadFile(dir_.File("watch.out")).empty(); },
+                      absl::Seconds(20)));
+  absl::Time before = absl::Now();
+  daemon->Signal(SIGTERM);
+  EXPECT_EQ(daemon->Wait(), 0);
+  EXPECT_LT(absl::Now() - before, absl::Seconds(4)) << "shutdown waited for the watch";
+  EXPECT_EQ(watch.Wait(absl::Seconds(20)), kExitUnavailable);
+  EXPECT_THAT(ReadFile(dir_.File("watch.err")), HasSubstr("shutting down"));
+}
+
+struct BadInput {
+  std::string name;
+  // Builds the CLI arguments; `base` is a stored experiment's id.
+  std::function<std::vector<std::string>(CliIntegrationTest&, const std::string& base)> args;
+  int exit_code;
+  std::string code_name;
+  std::string path;  // Must appear in stderr.
+  // Another acceptable outcome, when there is one.
+  int alt_exit_code = -1;
+  std::string alt_code_name;
+};
+
+class BadInputTest : public CliIntegrationTest {
+ public:
+  using CliIntegrationTest::WriteVariant;
+};
+
+TEST_F(BadInputTest, EachIsRefusedClearlyAndNothingIsStored) {
+  auto daemon = StartDaemon();
+  v1::Experiment base = SubmitJson({"-f", Example("16k-nocache.yaml")});
+  auto variant = [](std::string from, std::string to) {
+    return [from, to](CliIntegrationTest& t, const std::string&) {
+      return std::vector<std::string>{
+          "submit", "-f", static_cast<BadInputTest&>(t).WriteVariant("16k-nocache.yaml", from, to)};
+    };
+  };
+  auto delta = [](std::vector<std::string> sets) {
+    return [sets](CliIntegrationTest&, const std::string& base) {
+      std::vector<std::string> args = {"submit", "--base", base};
+      for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+      return args;
+    };
+  };
+  const std::vector<BadInput> cases = {
+      {"unknown field", variant("  concurrency: 128", "  concurency: 128"), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "workload.concurency"},
+      {"wrong type", variant("concurrency: 128", "concurrency: lots"), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "workload.concurrency"},
+      {"num_requests 0", variant("num_requests: 640", "num_requests: 0"), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "workload.num_requests"},
+      {"num_requests negative", variant("num_requests: 640", "num_requests: -5"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "workload.num_requests"},
+      {"concurrency 0", variant("concurrency: 128", "concurrency: 0"), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "workload.concurrency"},
+      {"negative request_rate", variant("request_rate: 6", "request_rate: -1"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "workload.request_rate"},
+      {"malformed YAML", variant("workload:\n", "workload: [unclosed\n"), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "variant"},
+      // The issue allows either code for a file the spec names but that is missing.
+      {"missing referenced file",
+       variant("layouts/decode-layout-a.json", "layouts/no-such-layout.json"), kExitNotFound,
+       "NOT_FOUND", "deployment.decode.expert_layout", kExitInvalidArgument, "INVALID_ARGUMENT"},
+      {"unknown base id", delta({"workload.concurrency=96"}) , kExitNotFound, "NOT_FOUND",
+       "exp-999"},
+      {"--set on a missing path", delta({"workload.concurency=96"}), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "workload.concurency"},
+      {"--set with a wrong type", delta({"workload.concurrency=many"}), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "workload.concurrency"},
+      {"--set concurrency 0", delta({"workload.concurrency=0"}), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "workload.concurrency"},
+      {"--unset on a missing path",
+       [](CliIntegrationTest&, const std::string& base) {
+         return std::vector<std::string>{"submit", "--base", base, "--unset", "workload.nope"};
+       },
+       kExitInvalidArgument, "INVALID_ARGUMENT", "workload.nope"},
+  };
+  const std::string before = ListJson();
+  for (const BadInput& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string base_id = c.name == "unknown base id" ? "exp-999" : base.id();
+    RunResult r = Cli(c.args(*this, base_id));
+    if (c.alt_exit_code != -1 && r.exit_code == c.alt_exit_code) {
+      EXPECT_THAT(r.err, HasSubstr("error: " + c.alt_code_name + ":"));
+    } else {
+      EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
+      EXPECT_THAT(r.err, HasSubstr("error: " + c.code_name + ":"));
+    }
+    EXPECT_THAT(r.err, HasSubstr(c.path));
+    EXPECT_EQ(ListJson(), before);
+  }
+
+  // Errors the CLI finds itself.
+  RunResult unreadable = Cli({"submit", "-f", dir_.File("does-not-exist.yaml")});
+  EXPECT_EQ(unreadable.exit_code, kExitUsage);
+  EXPECT_THAT(unreadable.err, HasSubstr("does-not-exist.yaml"));
+  RunResult no_source = Cli({"submit"});
+  EXPECT_EQ(no_source.exit_code, kExitUsage);
+  RunResult bad_flag = Cli({"submit", "--bogus"});
+  EXPECT_EQ(bad_flag.exit_code, kExitUsage);
+  RunResult unknown_id = Cli({"status", "exp-999"});
+  EXPECT_EQ(unknown_id.exit_code, kExitNotFound);
+  EXPECT_THAT(unknown_id.err, HasSubstr("error: NOT_FOUND:"));
+  EXPECT_EQ(ListJson(), before);
+}
+
+TEST(CliHelpTest, EveryCommandHasHelp) {
+  for (const char* command : {"submit", "plan", "status", "list", "watch", "wait", "resume",
+                              "cancel", "summary"}) {
+    RunResult r = testing::Run({BinPath("servelab"), command, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << command;
+    EXPECT_THAT(r.out, HasSubstr("Usage:")) << command;
+  }
+  RunResult r = testing::Run({BinPath("servelab"), "--help"});
+  EXPECT_THAT(r.out, HasSubstr("SERVELAB_ADDR"));
+  EXPECT_THAT(r.out, HasSubstr("Exit codes"));
+  RunResult d = testing::Run({BinPath("servelabd"), "--help"});
+  EXPECT_EQ(d.exit_code, 0);
+  EXPECT_THAT(d.out, HasSubstr("--state-dir"));
+}
+
+}  // namespace
+}  // namespace servelab
