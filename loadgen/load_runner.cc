@@ -68,6 +68,10 @@ std::string FirstModelId(const std::string& body) {
 
 }  // namespace
 
+std::string RequestId(const std::string& experiment_id, v1::Phase phase, int attempt, int index) {
+  return absl::StrCat(experiment_id, "/", static_cast<int>(phase), "/", attempt, "/", index);
+}
+
 class LoadRunner::Impl {
  public:
   Impl(LoadOptions options, Endpoint endpoint)
@@ -270,7 +274,9 @@ awaitable<void> LoadRunner::Impl::Send(int index, int64_t queued_ns) {
   const Prompt& prompt = (*prompts_)[static_cast<size_t>(index)];
   // Rendered before the send timestamp: building a long prompt's body is
   // client work, not server latency.
-  std::string wire = RenderHttpRequest(endpoint_, options_.api, model_, prompt, options_.load_tag);
+  std::string wire =
+      RenderHttpRequest(endpoint_, options_.api, model_, prompt, options_.load_tag,
+                        RequestId(options_.experiment_id, options_.phase, options_.attempt, index));
   v1::RequestRecord r = NewRecord(index);
   r.set_queued_ns(queued_ns);
   r.set_sent_ns(SinceStart());

@@ -65,7 +65,8 @@ struct LoadOptions {
   absl::Duration connect_timeout = absl::Seconds(5);
   // Sent as `x-servelab-load: <tag>` on every request when not empty.
   std::string load_tag;
-  // Copied into every record.
+  // Copied into every record. Each request also carries
+  // `x-request-id: RequestId(experiment_id, phase, attempt, index)`.
   std::string experiment_id;
   v1::Phase phase = v1::PHASE_FORMAL;
   int attempt = 1;
@@ -92,6 +93,9 @@ struct LoadProgress {
   int64_t completed = 0;
   int64_t failed = 0;
 };
+
+// "<experiment_id>/<phase number>/<attempt>/<index>".
+std::string RequestId(const std::string& experiment_id, v1::Phase phase, int attempt, int index);
 
 class LoadRunner {
  public:

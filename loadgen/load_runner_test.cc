@@ -89,6 +89,7 @@ TEST(LoadRunnerTest, StreamsExactLengthsWithOrderedTimestamps) {
   }
   ASSERT_EQ(server.heads().size(), 4u);
   EXPECT_THAT(server.heads(), Each(HasSubstr("x-servelab-load: exp-7/formal")));
+  EXPECT_THAT(server.heads(), Each(HasSubstr("x-request-id: exp-7/4/2/")));
   EXPECT_THAT(server.bodies(),
               Each(AllOf(HasSubstr("\"model\":\"fake-model\""), HasSubstr("\"max_tokens\":5"),
                          HasSubstr("\"min_tokens\":5"), HasSubstr("\"ignore_eos\":true"),

@@ -9,6 +9,7 @@
 #ifndef SERVELAB_LOADGEN_RECORD_SINK_H_
 #define SERVELAB_LOADGEN_RECORD_SINK_H_
 
+#include <functional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -21,6 +22,19 @@ class RecordSink {
   virtual ~RecordSink() = default;
   // Durable when it returns OK.
   virtual absl::Status Write(const std::vector<v1::RequestRecord>& records) = 0;
+};
+
+// Hands every batch to a function (e.g. the daemon's Store::AppendRequests).
+class CallbackSink : public RecordSink {
+ public:
+  using Callback = std::function<absl::Status(const std::vector<v1::RequestRecord>&)>;
+  explicit CallbackSink(Callback callback) : callback_(std::move(callback)) {}
+  absl::Status Write(const std::vector<v1::RequestRecord>& records) override {
+    return callback_(records);
+  }
+
+ private:
+  Callback callback_;
 };
 
 // Keeps records in memory (tests, and callers that analyze right away).

@@ -98,13 +98,15 @@ std::string RenderBody(v1::Api api, absl::string_view model, const Prompt& promp
 }
 
 std::string RenderHttpRequest(const Endpoint& endpoint, v1::Api api, absl::string_view model,
-                              const Prompt& prompt, absl::string_view load_tag) {
+                              const Prompt& prompt, absl::string_view load_tag,
+                              absl::string_view request_id) {
   std::string body = RenderBody(api, model, prompt);
   std::string head = absl::StrCat("POST ", RequestPath(endpoint, api), " HTTP/1.1\r\nHost: ",
                                   endpoint.authority(),
                                   "\r\nContent-Type: application/json\r\n"
                                   "Accept: text/event-stream\r\nConnection: keep-alive\r\n");
   if (!load_tag.empty()) absl::StrAppend(&head, "x-servelab-load: ", load_tag, "\r\n");
+  if (!request_id.empty()) absl::StrAppend(&head, "x-request-id: ", request_id, "\r\n");
   absl::StrAppend(&head, "Content-Length: ", body.size(), "\r\n\r\n");
   head += body;
   return head;

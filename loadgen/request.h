@@ -44,9 +44,12 @@ std::string RequestPath(const Endpoint& endpoint, v1::Api api);
 std::string RenderBody(v1::Api api, absl::string_view model, const Prompt& prompt);
 
 // The complete HTTP/1.1 keep-alive request (head and body). `load_tag`, when
-// not empty, goes in the x-servelab-load header.
+// not empty, goes in the x-servelab-load header; `request_id`, when not
+// empty, in x-request-id (vLLM and the sim log it, so client and server
+// views of one request can be joined).
 std::string RenderHttpRequest(const Endpoint& endpoint, v1::Api api, absl::string_view model,
-                              const Prompt& prompt, absl::string_view load_tag);
+                              const Prompt& prompt, absl::string_view load_tag,
+                              absl::string_view request_id = "");
 
 // JSON string literal (with quotes) of `s`.
 std::string JsonQuote(absl::string_view s);
