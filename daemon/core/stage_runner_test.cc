@@ -11,6 +11,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
 
 namespace servelab::core {
 namespace {
@@ -134,10 +135,8 @@ class FakeLoad : public LoadDriver {
 
 class StageRunnerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    plane_.SetExecutor(&runner_);
-    runner_.Start();
-  }
+  // Tests start the runner themselves, so they can arrange things first.
+  void SetUp() override { plane_.SetExecutor(&runner_); }
   void TearDown() override { runner_.Shutdown(); }
 
   v1::Experiment Submit(const std::string& base, const std::vector<std::string>& sets) {
@@ -193,6 +192,7 @@ workload:
 };
 
 TEST_F(StageRunnerTest, BaseExperimentRunsEveryStage) {
+  runner_.Start();
   v1::Experiment e = WaitFinal(Submit("", {}).id());
   ASSERT_EQ(e.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << e.blocker();
   for (const v1::Stage& s : e.stages()) {
@@ -211,6 +211,7 @@ TEST_F(StageRunnerTest, BaseExperimentRunsEveryStage) {
 }
 
 TEST_F(StageRunnerTest, ConcurrencyDeltaReusesLaunchWarmupAndRoute) {
+  runner_.Start();
   v1::Experiment base = WaitFinal(Submit("", {}).id());
   ASSERT_EQ(base.state(), v1::EXPERIMENT_STATE_SUCCEEDED);
   const int64_t warmups = load_.SentIn(v1::PHASE_WARMUP);
@@ -228,6 +229,7 @@ TEST_F(StageRunnerTest, ConcurrencyDeltaReusesLaunchWarmupAndRoute) {
 }
 
 TEST_F(StageRunnerTest, DecodeDeltaRelaunchesDecodeOnly) {
+  runner_.Start();
   v1::Experiment base = WaitFinal(Submit("", {}).id());
   v1::Experiment e = WaitFinal(Submit(base.id(), {"deployment.decode.max_num_seqs=64"}).id());
   ASSERT_EQ(e.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << e.blocker();
@@ -238,6 +240,7 @@ TEST_F(StageRunnerTest, DecodeDeltaRelaunchesDecodeOnly) {
 }
 
 TEST_F(StageRunnerTest, AnalysisFailureResumesWithoutSendingRequests) {
+  runner_.Start();
   v1::Experiment e =
       WaitFinal(Submit("", {"analysis.decision.metric=output_tokens_per_second_per_crad"}).id());
   ASSERT_EQ(e.state(), v1::EXPERIMENT_STATE_FAILED);
@@ -255,6 +258,7 @@ TEST_F(StageRunnerTest, AnalysisFailureResumesWithoutSendingRequests) {
 }
 
 TEST_F(StageRunnerTest, PreflightFailureLaunchesNothing) {
+  runner_.Start();
   engine_.binary = "/nonexistent/servelab-sim";
   v1::Experiment e = WaitFinal(Submit("", {}).id());
   EXPECT_EQ(e.state(), v1::EXPERIMENT_STATE_FAILED);
@@ -265,6 +269,7 @@ TEST_F(StageRunnerTest, PreflightFailureLaunchesNothing) {
 }
 
 TEST_F(StageRunnerTest, QueuedExperimentsRunInOrderOnOneLane) {
+  runner_.Start();
   v1::Experiment a = Submit("", {});
   v1::Experiment b = Submit(a.id(), {"workload.concurrency=2"});
   a = WaitFinal(a.id());
@@ -275,6 +280,37 @@ TEST_F(StageRunnerTest, QueuedExperimentsRunInOrderOnOneLane) {
                 StageOf(b, v1::STAGE_FORMAL_LOAD).started_at()),
             google::protobuf::util::TimeUtil::TimestampToNanoseconds(
                 StageOf(a, v1::STAGE_DRAIN_CONFIRM).ended_at()));
+}
+
+TEST_F(StageRunnerTest, LayoutChangedAfterFreezeFailsPreflightBeforeAnyLaunch) {
+  servelab::testing::TempDir dir;
+  servelab::testing::WriteFile(dir.File("layout.json"), "{\"placement\": \"a\"}");
+  v1::Experiment e = Submit("", {"deployment.decode.expert_layout=" + dir.File("layout.json")});
+  servelab::testing::WriteFile(dir.File("layout.json"), "{\"placement\": \"b\"}");
+  runner_.Start();
+  e = WaitFinal(e.id());
+  EXPECT_EQ(e.state(), v1::EXPERIMENT_STATE_FAILED);
+  EXPECT_EQ(e.failure_class(), v1::NO_REQUESTS_SENT);
+  EXPECT_THAT(e.blocker(), HasSubstr("deployment.decode.expert_layout.sha256"));
+  EXPECT_EQ(StageOf(e, v1::STAGE_PREFLIGHT).status(), v1::STAGE_STATUS_FAILED);
+  EXPECT_TRUE(engine_.launches.empty());
+}
+
+TEST_F(StageRunnerTest, RecoveryClassifiesAnInterruptedFormalLoad) {
+  v1::Experiment e = Submit("", {});
+  // As the store looks after a crash in the middle of the formal load.
+  for (v1::Stage& stage : *e.mutable_stages()) {
+    if (stage.name() < v1::STAGE_FORMAL_LOAD) stage.set_status(v1::STAGE_STATUS_SUCCEEDED);
+    if (stage.name() == v1::STAGE_FORMAL_LOAD) stage.set_status(v1::STAGE_STATUS_RUNNING);
+  }
+  e.set_state(v1::EXPERIMENT_STATE_RUNNING);
+  ASSERT_THAT(store_.UpdateExperiment(e, Event{.kind = "state"}), IsOk());
+  ASSERT_THAT(runner_.Recover(), IsOk());
+  e = *plane_.Get(e.id());
+  EXPECT_EQ(e.state(), v1::EXPERIMENT_STATE_FAILED);
+  EXPECT_EQ(e.failure_class(), v1::LOAD_INTERRUPTED);
+  EXPECT_EQ(StageOf(e, v1::STAGE_FORMAL_LOAD).status(), v1::STAGE_STATUS_FAILED);
+  EXPECT_EQ(load_.SentIn(v1::PHASE_FORMAL), 0);  // Never re-sent by itself.
 }
 
 }  // namespace
