@@ -27,9 +27,9 @@ const char* ReasonPhrase(int status) {
   }
 }
 
-asio::awaitable<bool> ClientConn::Write(const Buffers& buffers) {
+asio::awaitable<bool> ClientConn::Flush() {
   boost::system::error_code ec;
-  co_await asio::async_write(socket_, buffers, asio::redirect_error(asio::use_awaitable, ec));
+  co_await asio::async_write(socket_, buffers_, asio::redirect_error(asio::use_awaitable, ec));
   co_return !ec;
 }
 
@@ -39,8 +39,8 @@ asio::awaitable<bool> ClientConn::WriteResponse(int status, absl::string_view co
                          "\r\nContent-Type: ", content_type, "\r\nContent-Length: ", body.size(),
                          keep_alive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n");
   header_.append(body.data(), body.size());
-  const Buffers buffers{asio::buffer(header_)};
-  co_return co_await Write(buffers);
+  buffers_ = Buffers{asio::buffer(header_)};
+  return Flush();
 }
 
 asio::awaitable<bool> ClientConn::StartChunked(int status, absl::string_view content_type,
@@ -49,30 +49,31 @@ asio::awaitable<bool> ClientConn::StartChunked(int status, absl::string_view con
                          "\r\nContent-Type: ", content_type,
                          "\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked",
                          keep_alive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n");
-  const Buffers buffers{asio::buffer(header_)};
-  co_return co_await Write(buffers);
+  buffers_ = Buffers{asio::buffer(header_)};
+  return Flush();
 }
 
 asio::awaitable<bool> ClientConn::WriteChunk(absl::string_view data) {
-  if (data.empty()) co_return true;
+  if (data.empty()) {
+    buffers_ = Buffers{};
+    return Flush();
+  }
   int n = snprintf(size_line_, sizeof(size_line_), "%zx\r\n", data.size());
-  const Buffers buffers{asio::buffer(size_line_, n),
-                                   asio::buffer(data.data(), data.size()),
-                                   asio::buffer(kCrlf.data(), kCrlf.size())};
-  co_return co_await Write(buffers);
+  buffers_ = Buffers{asio::buffer(size_line_, n), asio::buffer(data.data(), data.size()),
+                     asio::buffer(kCrlf.data(), kCrlf.size())};
+  return Flush();
 }
 
 asio::awaitable<bool> ClientConn::EndChunked(absl::string_view data) {
   if (data.empty()) {
-    const Buffers last{asio::buffer(kLast.data(), kLast.size())};
-    co_return co_await Write(last);
+    buffers_ = Buffers{asio::buffer(kLast.data(), kLast.size())};
+    return Flush();
   }
   int n = snprintf(size_line_, sizeof(size_line_), "%zx\r\n", data.size());
-  const Buffers buffers{asio::buffer(size_line_, n),
-                                   asio::buffer(data.data(), data.size()),
-                                   asio::buffer(kCrlf.data(), kCrlf.size()),
-                                   asio::buffer(kLast.data(), kLast.size())};
-  co_return co_await Write(buffers);
+  buffers_ = Buffers{asio::buffer(size_line_, n), asio::buffer(data.data(), data.size()),
+                     asio::buffer(kCrlf.data(), kCrlf.size()),
+                     asio::buffer(kLast.data(), kLast.size())};
+  return Flush();
 }
 
 void ClientConn::Abort() {

@@ -3,8 +3,13 @@
 // piece. Responses are written by hand rather than with Beast's serializer
 // because the streaming hot path writes ~10^5 small chunks per second.
 //
-// Single-threaded: used only from the coroutine that owns the connection.
-// Write functions return false when the peer has gone (the caller then stops).
+// Single-threaded: used only from the coroutine that owns the connection;
+// one write at a time. The write functions are plain functions that format
+// into members and return the awaitable of the actual write, so arguments
+// (often temporaries) are consumed before any suspension — g++ 12 double-frees
+// class-type temporaries that live across a co_await. `data` passed to
+// WriteChunk/EndChunked must stay valid until the returned awaitable is done.
+// The awaitables yield false when the peer has gone (the caller then stops).
 #ifndef SERVELAB_SIM_HTTP_CONN_H_
 #define SERVELAB_SIM_HTTP_CONN_H_
 
@@ -54,11 +59,12 @@ class ClientConn {
  private:
   // Up to four pieces gathered into one write; unused slots are empty buffers.
   using Buffers = std::array<asio::const_buffer, 4>;
-  asio::awaitable<bool> Write(const Buffers& buffers);
+  asio::awaitable<bool> Flush();  // writes buffers_
 
   tcp::socket socket_;
   std::string header_;  // status line and headers (and small bodies), reused
   char size_line_[24];  // chunk size line, reused
+  Buffers buffers_;
 };
 
 const char* ReasonPhrase(int status);

@@ -56,9 +56,9 @@ namespace {
 using RequestHeaders = std::vector<std::pair<std::string, std::string>>;
 
 http::request<http::string_body> MakeRequest(const Upstream& up, http::verb verb,
-                                             absl::string_view path, std::string body,
+                                             const std::string& path, const std::string& body,
                                              const RequestHeaders& headers) {
-  http::request<http::string_body> req(verb, std::string(path), 11);
+  http::request<http::string_body> req(verb, path, 11);
   req.set(http::field::host, up.host);
   req.set(http::field::connection, "close");
   for (const auto& [k, v] : headers) {
@@ -66,7 +66,7 @@ http::request<http::string_body> MakeRequest(const Upstream& up, http::verb verb
   }
   if (verb == http::verb::post) {
     req.set(http::field::content_type, "application/json");
-    req.body() = std::move(body);
+    req.body() = body;
   }
   req.prepare_payload();
   return req;
@@ -79,14 +79,16 @@ struct FetchResult {
 };
 
 // One request/response on a fresh connection. `connected` false = unreachable.
-asio::awaitable<FetchResult> Fetch(const Upstream& up, http::verb verb, absl::string_view path,
-                                   std::string body, const RequestHeaders& headers) {
+// Arguments are references to the caller's named objects: g++ 12 double-frees
+// class-type temporaries passed into a coroutine inside a co_await expression.
+asio::awaitable<FetchResult> Fetch(const Upstream& up, http::verb verb, const std::string& path,
+                                   const std::string& body, const RequestHeaders& headers) {
   FetchResult result;
   tcp::socket socket(co_await asio::this_coro::executor);
   boost::system::error_code ec;
   co_await socket.async_connect(up.endpoint, asio::redirect_error(asio::use_awaitable, ec));
   if (ec) co_return result;
-  auto req = MakeRequest(up, verb, path, std::move(body), headers);
+  auto req = MakeRequest(up, verb, path, body, headers);
   co_await http::async_write(socket, req, asio::redirect_error(asio::use_awaitable, ec));
   if (ec) co_return result;
   beast::flat_buffer buffer;
@@ -149,8 +151,9 @@ asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, Engine& engine,
   JsonValue remote_decode =
       JsonValue::Object({{"do_remote_decode", JsonValue::Bool(true)}});
   prefill_body.Set("kv_transfer_params", &remote_decode);
-  FetchResult prefill = co_await Fetch(prefill_, http::verb::post, request.path,
-                                       ToJson(prefill_body), headers);
+  const std::string prefill_json = ToJson(prefill_body);
+  FetchResult prefill =
+      co_await Fetch(prefill_, http::verb::post, request.path, prefill_json, headers);
   if (!prefill.connected) co_return co_await fail(502, "prefill instance unreachable");
   if (prefill.status != 200) {
     bool ok = co_await conn.WriteJson(prefill.status, prefill.body, request.keep_alive);
@@ -182,8 +185,8 @@ asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, Engine& engine,
   if (ec) co_return co_await fail(502, "decode instance failed before answering");
   int status = static_cast<int>(parser.get().result_int());
   std::string content_type(parser.get()[http::field::content_type]);
-  if (!co_await conn.StartChunked(status, content_type.empty() ? "application/json" : content_type,
-                                  request.keep_alive)) {
+  if (content_type.empty()) content_type = "application/json";
+  if (!co_await conn.StartChunked(status, content_type, request.keep_alive)) {
     engine.Finish(*r, Outcome::kAborted, status);
     co_return false;
   }
@@ -216,20 +219,28 @@ asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, Engine& engine,
   co_return ok;
 }
 
+namespace {
+const std::string kNoBody;
+const RequestHeaders kNoHeaders;
+const std::string kHealthPath = "/health";
+const std::string kResetPath = "/reset_prefix_cache";
+const std::string kModelsPath = "/v1/models";
+}  // namespace
+
 asio::awaitable<bool> Router::UpstreamsHealthy() {
-  FetchResult p = co_await Fetch(prefill_, http::verb::get, "/health", "", {});
-  FetchResult d = co_await Fetch(decode_, http::verb::get, "/health", "", {});
+  FetchResult p = co_await Fetch(prefill_, http::verb::get, kHealthPath, kNoBody, kNoHeaders);
+  FetchResult d = co_await Fetch(decode_, http::verb::get, kHealthPath, kNoBody, kNoHeaders);
   co_return p.status == 200 && d.status == 200;
 }
 
 asio::awaitable<bool> Router::ResetPrefixCaches() {
-  FetchResult p = co_await Fetch(prefill_, http::verb::post, "/reset_prefix_cache", "", {});
-  FetchResult d = co_await Fetch(decode_, http::verb::post, "/reset_prefix_cache", "", {});
+  FetchResult p = co_await Fetch(prefill_, http::verb::post, kResetPath, kNoBody, kNoHeaders);
+  FetchResult d = co_await Fetch(decode_, http::verb::post, kResetPath, kNoBody, kNoHeaders);
   co_return p.status == 200 && d.status == 200;
 }
 
 asio::awaitable<std::pair<int, std::string>> Router::Models() {
-  FetchResult d = co_await Fetch(decode_, http::verb::get, "/v1/models", "", {});
+  FetchResult d = co_await Fetch(decode_, http::verb::get, kModelsPath, kNoBody, kNoHeaders);
   if (!d.connected) co_return std::make_pair(502, ErrorBody(502, "decode instance unreachable"));
   co_return std::make_pair(d.status, d.body);
 }
