@@ -1,0 +1,29 @@
+#include "daemon/engines/engine_factory.h"
+
+#include "absl/strings/str_cat.h"
+#include "daemon/engines/command_renderer.h"
+
+namespace servelab::engines {
+
+absl::StatusOr<std::unique_ptr<core::Engine>> MakeEngine(v1::Engine kind,
+                                                         const EngineOptions& options) {
+  switch (kind) {
+    case v1::ENGINE_SIM: {
+      absl::StatusOr<std::unique_ptr<SimEngine>> sim = SimEngine::Create(options.sim);
+      if (!sim.ok()) return sim.status();
+      return std::unique_ptr<core::Engine>(*std::move(sim));
+    }
+    case v1::ENGINE_VLLM:
+      return std::unique_ptr<core::Engine>(std::make_unique<VllmEngine>(options.vllm));
+    case v1::ENGINE_SGLANG:
+      return std::unique_ptr<core::Engine>(std::make_unique<SglangEngine>(options.sglang));
+    case v1::ENGINE_COMMAND:
+      return std::unique_ptr<core::Engine>(std::make_unique<CommandEngine>());
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("deployment.engine: no engine for ", v1::Engine_Name(kind),
+                       " (sim, vllm, sglang, command)"));
+  }
+}
+
+}  // namespace servelab::engines

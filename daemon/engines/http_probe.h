@@ -1,0 +1,43 @@
+// A tiny blocking HTTP/1.1 client for probing serving instances on loopback:
+// health, /metrics, cache reset. One request per connection
+// (`Connection: close`), plain POSIX sockets, no dependencies — the load
+// generator has the real client; this one only needs to be obviously correct.
+//
+//   absl::StatusOr<HttpResponse> r = HttpGet(8100, "/health", absl::Seconds(1));
+//   if (r.ok() && r->status == 200) ...
+//   HttpPost(8100, "/reset_prefix_cache", "", absl::Seconds(5));
+//
+// Errors: UNAVAILABLE when nothing accepts the connection or the peer closes
+// it mid-response (the instance is down or restarting); DEADLINE_EXCEEDED
+// when the whole exchange does not finish within `timeout`; INTERNAL for a
+// response that is not HTTP. Any HTTP status is a successful probe; callers
+// judge the status. Thread-safe (no shared state).
+#ifndef SERVELAB_DAEMON_ENGINES_HTTP_PROBE_H_
+#define SERVELAB_DAEMON_ENGINES_HTTP_PROBE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace servelab::engines {
+
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+};
+
+absl::StatusOr<HttpResponse> HttpGet(int port, absl::string_view path, absl::Duration timeout);
+
+// POST with `Content-Type: application/json` (an empty body is sent as such).
+absl::StatusOr<HttpResponse> HttpPost(int port, absl::string_view path,
+                                      absl::string_view json_body, absl::Duration timeout);
+
+// Parses a complete HTTP/1.1 response (status line, headers, body with
+// Content-Length, chunked encoding or read-to-close). Exposed for tests.
+absl::StatusOr<HttpResponse> ParseHttpResponse(absl::string_view raw);
+
+}  // namespace servelab::engines
+
+#endif  // SERVELAB_DAEMON_ENGINES_HTTP_PROBE_H_

@@ -1,0 +1,91 @@
+// The part of every engine that is the same for sim, vLLM, SGLang and
+// command: serving instances are local processes (process_launcher.h) that
+// speak HTTP on loopback (http_probe.h). What differs between engines is how
+// argv is rendered (each subclass's Render) and a few protocol details —
+// health path, cache-reset path, metric names — held in a ServingProtocol.
+//
+//   class SimEngine : public ProcessEngine {
+//    public:
+//     SimEngine() : ProcessEngine(VllmProtocol()) {}
+//     absl::StatusOr<core::LaunchCommand> Render(...) override;
+//   };
+//
+// Thread-safe: the protocol is constant after construction and every call
+// works on its arguments only.
+#ifndef SERVELAB_DAEMON_ENGINES_PROCESS_ENGINE_H_
+#define SERVELAB_DAEMON_ENGINES_PROCESS_ENGINE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "daemon/core/engine.h"
+#include "daemon/engines/prometheus_text.h"
+
+namespace servelab::engines {
+
+// Metric names that fill core::InstanceCounters; each is summed over its
+// label sets. An empty name leaves that counter at 0.
+struct CounterNames {
+  std::string requests_running;
+  std::string requests_waiting;
+  std::string request_success;
+  std::string prompt_tokens;
+  std::string generation_tokens;
+  std::string prefix_cache_queries;
+  std::string prefix_cache_hits;
+};
+
+struct ServingProtocol {
+  std::string health_path = "/health";
+  // Routers differ (vLLM's example proxy answers /healthcheck); the first of
+  // these that answers 200 means ready.
+  std::vector<std::string> router_health_paths = {"/health"};
+  std::string metrics_path = "/metrics";
+  // POST; empty when the engine has no such endpoint.
+  std::string reset_prefix_cache_path = "/reset_prefix_cache";
+  CounterNames counters;
+  // Per HTTP exchange (a /metrics scrape of a busy instance can be slow).
+  absl::Duration probe_timeout = absl::Seconds(5);
+};
+
+// vLLM's (and servelab-sim's) metric names and endpoints.
+ServingProtocol VllmProtocol();
+// SGLang's: /flush_cache, sglang:* metrics (needs --enable-metrics).
+ServingProtocol SglangProtocol();
+
+core::InstanceCounters CountersFromSamples(const MetricSamples& samples,
+                                           const CounterNames& names);
+
+class ProcessEngine : public core::Engine {
+ public:
+  explicit ProcessEngine(ServingProtocol protocol) : protocol_(std::move(protocol)) {}
+
+  // Writes command.files, then starts argv in its own session. Errors as
+  // StartProcess (FAILED_PRECONDITION for a binary that cannot run).
+  absl::StatusOr<v1::ServingInstance> Launch(const core::LaunchCommand& command) override;
+  // Polls the health endpoint until 200. FAILED_PRECONDITION with the last
+  // lines of the log when the process exits first; DEADLINE_EXCEEDED with
+  // the last probe error otherwise.
+  absl::Status WaitReady(const v1::ServingInstance& instance, absl::Time deadline) override;
+  bool Alive(const v1::ServingInstance& instance) override;
+  absl::Status Stop(const v1::ServingInstance& instance, absl::Duration grace) override;
+  // UNAVAILABLE when /metrics does not answer 200; INVALID_ARGUMENT when it
+  // is not Prometheus text.
+  absl::StatusOr<core::InstanceCounters> Scrape(const v1::ServingInstance& instance) override;
+  // UNIMPLEMENTED when the protocol has no reset endpoint; UNAVAILABLE when
+  // the instance does not answer 200.
+  absl::Status ResetPrefixCache(const v1::ServingInstance& instance) override;
+  std::string BaseUrl(const v1::ServingInstance& instance) override;
+
+  const ServingProtocol& protocol() const { return protocol_; }
+
+ private:
+  const ServingProtocol protocol_;
+};
+
+}  // namespace servelab::engines
+
+#endif  // SERVELAB_DAEMON_ENGINES_PROCESS_ENGINE_H_

@@ -1,0 +1,122 @@
+#include "daemon/engines/render_common.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace servelab::engines {
+
+std::string SideName(v1::Side side) {
+  switch (side) {
+    case v1::SIDE_PREFILL:
+      return "prefill";
+    case v1::SIDE_DECODE:
+      return "decode";
+    case v1::SIDE_ROUTER:
+      return "router";
+    default:
+      return "unspecified";
+  }
+}
+
+std::string LoopbackUrl(int port) { return absl::StrCat("http://127.0.0.1:", port); }
+
+absl::StatusOr<int> PickFreeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("socket: ", std::strerror(errno)));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    int error = errno;
+    close(fd);
+    return absl::UnavailableError(absl::StrCat("cannot pick a free port: ", std::strerror(error)));
+  }
+  close(fd);
+  return static_cast<int>(ntohs(addr.sin_port));
+}
+
+absl::StatusOr<const v1::InstanceSpec*> InstanceSpecFor(const v1::ExperimentSpec& spec,
+                                                        v1::Side side) {
+  if (side == v1::SIDE_PREFILL) return &spec.deployment().prefill();
+  if (side == v1::SIDE_DECODE) return &spec.deployment().decode();
+  return absl::InvalidArgumentError(absl::StrCat("no instance spec for side ", SideName(side)));
+}
+
+std::string InstanceFieldPath(v1::Side side) { return absl::StrCat("deployment.", SideName(side)); }
+
+absl::StatusOr<int> ChoosePort(const v1::ExperimentSpec& spec, v1::Side side,
+                               const core::Endpoints& endpoints) {
+  int fixed = 0, from_spec = 0;
+  switch (side) {
+    case v1::SIDE_PREFILL:
+      fixed = endpoints.prefill_port;
+      from_spec = spec.deployment().prefill().port();
+      break;
+    case v1::SIDE_DECODE:
+      fixed = endpoints.decode_port;
+      from_spec = spec.deployment().decode().port();
+      break;
+    case v1::SIDE_ROUTER:
+      fixed = endpoints.router_port;
+      from_spec = spec.deployment().router().port();
+      break;
+    default:
+      return absl::InvalidArgumentError("cannot render side SIDE_UNSPECIFIED");
+  }
+  if (fixed != 0) return fixed;
+  if (from_spec < 0 || from_spec > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(side == v1::SIDE_ROUTER ? "deployment.router" : InstanceFieldPath(side),
+                     ".port: ", from_spec, " is not a port"));
+  }
+  if (from_spec != 0) return from_spec;
+  return PickFreeLoopbackPort();
+}
+
+absl::StatusOr<int> UpstreamPort(const v1::ExperimentSpec& spec, v1::Side upstream,
+                                 const core::Endpoints& endpoints) {
+  int port = upstream == v1::SIDE_PREFILL ? endpoints.prefill_port : endpoints.decode_port;
+  if (port == 0) {
+    port = upstream == v1::SIDE_PREFILL ? spec.deployment().prefill().port()
+                                        : spec.deployment().decode().port();
+  }
+  if (port == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the router needs the ", SideName(upstream), " port: render ", SideName(upstream),
+        " first and pass its port in Endpoints"));
+  }
+  return port;
+}
+
+std::string LogPathFor(const std::string& log_dir, v1::Side side) {
+  return absl::StrCat(log_dir, "/", SideName(side), ".log");
+}
+
+std::string JoinDevices(const v1::InstanceSpec& instance) {
+  return absl::StrJoin(instance.devices(), ",");
+}
+
+std::string CommandToText(const core::LaunchCommand& command) {
+  std::string text;
+  for (const std::string& arg : command.argv) absl::StrAppend(&text, arg, "\n");
+  for (const auto& [name, value] : command.env) absl::StrAppend(&text, "env ", name, "=", value, "\n");
+  absl::StrAppend(&text, "port ", command.port, "\nlog ", command.log_path, "\n");
+  for (const auto& [path, content] : command.files) {
+    absl::StrAppend(&text, "file ", path, "\n", content);
+    if (!content.empty() && content.back() != '\n') text.push_back('\n');
+  }
+  return text;
+}
+
+}  // namespace servelab::engines

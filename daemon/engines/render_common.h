@@ -1,0 +1,56 @@
+// Helpers every engine's Render shares: side names, which port a side
+// listens on, where its log goes, and a stable text form of a rendered
+// command (what preflight shows and the golden tests compare).
+//
+// Port rule (the same for every engine): the port in `Endpoints` for the
+// side if the caller already fixed it, else the spec's port, else a free
+// loopback port chosen now. Pure functions except PickFreeLoopbackPort;
+// all thread-safe.
+#ifndef SERVELAB_DAEMON_ENGINES_RENDER_COMMON_H_
+#define SERVELAB_DAEMON_ENGINES_RENDER_COMMON_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "daemon/core/engine.h"
+#include "servelab/v1/experiment.pb.h"
+#include "servelab/v1/spec.pb.h"
+
+namespace servelab::engines {
+
+// "prefill", "decode", "router".
+std::string SideName(v1::Side side);
+// "http://127.0.0.1:PORT".
+std::string LoopbackUrl(int port);
+
+// Binds 127.0.0.1:0, reads the port the kernel chose, closes the socket.
+absl::StatusOr<int> PickFreeLoopbackPort();
+
+// deployment.prefill / deployment.decode; INVALID_ARGUMENT for other sides.
+absl::StatusOr<const v1::InstanceSpec*> InstanceSpecFor(const v1::ExperimentSpec& spec,
+                                                        v1::Side side);
+// "deployment.prefill", for error messages naming a field.
+std::string InstanceFieldPath(v1::Side side);
+
+// The port `side` listens on, by the rule above.
+absl::StatusOr<int> ChoosePort(const v1::ExperimentSpec& spec, v1::Side side,
+                               const core::Endpoints& endpoints);
+// The port of an upstream (prefill or decode) that a router connects to:
+// from `endpoints`, else the spec. FAILED_PRECONDITION when neither knows it
+// (render and launch that side first).
+absl::StatusOr<int> UpstreamPort(const v1::ExperimentSpec& spec, v1::Side upstream,
+                                 const core::Endpoints& endpoints);
+
+// log_dir/prefill.log and so on.
+std::string LogPathFor(const std::string& log_dir, v1::Side side);
+
+// "0,1,2,3" for CUDA_VISIBLE_DEVICES; empty for no devices.
+std::string JoinDevices(const v1::InstanceSpec& instance);
+
+// argv one per line, then "env K=V" lines, "port P", "log PATH", then
+// "file PATH" followed by its content; ends with a newline.
+std::string CommandToText(const core::LaunchCommand& command);
+
+}  // namespace servelab::engines
+
+#endif  // SERVELAB_DAEMON_ENGINES_RENDER_COMMON_H_
