@@ -6,8 +6,9 @@
 #   deploy/demo.sh [BUILD_DIR]         (default: build)
 #   SERVELAB_DEMO_STATE_DIR=DIR deploy/demo.sh   keep the state in DIR
 #
-# Honest scope: the stage runner is not built yet, so experiments are frozen,
-# planned and stored, and then stay QUEUED. Nothing is launched or loaded.
+# Honest scope: servelabd does not run experiments yet (the stage runner is
+# not wired into the daemon), so experiments are frozen, planned and stored,
+# and then stay QUEUED. Nothing is launched or loaded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR="${1:-build}"
@@ -84,8 +85,9 @@ DAEMON_PID=""
 
 cat <<'NOTE'
 
-Note: the stage runner (issue "Experiment engine") does not exist yet. The
-daemon froze, planned and stored every experiment above; they stay QUEUED and
-nothing was launched or loaded. Restarting servelabd on the same state dir
+Note: servelabd does not run experiments yet (the stage runner of issue
+"Experiment engine" is not wired into the daemon). It froze, planned and
+stored every experiment above; they stay QUEUED and nothing was launched or
+loaded. Restarting servelabd on the same state dir
 finds them unchanged.
 NOTE
