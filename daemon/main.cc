@@ -42,6 +42,14 @@ int main(int argc, char** argv) {
                  "Serve Prometheus /metrics on HOST:PORT (default: off)");
   app.add_flag("--allow-remote", options.allow_remote,
                "Allow non-loopback TCP hosts in --listen and --metrics-listen");
+  app.add_option("--sim-binary", options.sim_binary,
+                 "servelab-sim binary for engine: sim (default: the one beside servelabd)");
+  app.add_option("--sim-time-scale", options.sim_time_scale,
+                 "Multiplies every duration the simulated engine models (e.g. 0.01: 100x faster)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--paused", options.paused,
+               "Accept and plan experiments but run none (the accelerator lane stays idle)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   CLI11_PARSE(app, argc, argv);

@@ -59,6 +59,7 @@ std::string ChangeList(const std::vector<v1::FieldChange>& changes) {
 // Without an executor nothing will run the experiment: say so instead of
 // pretending it is about to run.
 constexpr char kNoRunnerBlocker[] = "queued: this daemon has no stage runner";
+constexpr char kPausedBlocker[] = "queued: the daemon is paused (started with --paused)";
 constexpr char kQueuedBlocker[] = "queued: waiting for its turn on the accelerator lane";
 
 }  // namespace
@@ -71,6 +72,11 @@ bool IsFinal(v1::ExperimentState state) {
 std::string StateLabel(v1::ExperimentState state) {
   std::string name = v1::ExperimentState_Name(state);
   return absl::AsciiStrToLower(name.substr(std::string("EXPERIMENT_STATE_").size()));
+}
+
+const char* ControlPlane::QueuedBlocker() const {
+  if (executor_ == nullptr) return kNoRunnerBlocker;
+  return paused_ ? kPausedBlocker : kQueuedBlocker;
 }
 
 ControlPlane::ControlPlane(Store& store, Clock& clock)
@@ -141,7 +147,7 @@ absl::StatusOr<v1::Experiment> ControlPlane::Submit(const v1::SubmitExperimentRe
   *experiment.mutable_spec() = frozen.spec;
   experiment.set_spec_sha256(frozen.sha256);
   experiment.set_state(v1::EXPERIMENT_STATE_QUEUED);
-  experiment.set_blocker(executor_ != nullptr ? kQueuedBlocker : kNoRunnerBlocker);
+  experiment.set_blocker(QueuedBlocker());
   experiment.mutable_progress()->set_formal_requests_planned(
       reanalysis.has_value() ? 0 : frozen.spec.workload().num_requests());
   const absl::Time frozen_at = clock_.Now();
@@ -216,7 +222,7 @@ absl::StatusOr<v1::Experiment> ControlPlane::Resume(const v1::ResumeExperimentRe
         *experiment.mutable_spec() = frozen.spec;
         experiment.set_spec_sha256(frozen.sha256);
         experiment.set_state(v1::EXPERIMENT_STATE_QUEUED);
-        experiment.set_blocker(executor_ != nullptr ? kQueuedBlocker : kNoRunnerBlocker);
+        experiment.set_blocker(QueuedBlocker());
         EventText event{.kind = "resumed",
                         .detail = absl::StrCat("resume after ",
                                                v1::FailureClass_Name(experiment.failure_class()))};
@@ -266,6 +272,7 @@ absl::StatusOr<std::map<std::string, int64_t>> ControlPlane::CountByState() {
 absl::StatusOr<v1::Summary> ControlPlane::Summary() {
   v1::Summary summary;
   summary.set_serving(true);
+  summary.set_paused(paused_);
   SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> all, store_.ListExperiments({}));
   SERVELAB_ASSIGN_OR_RETURN(auto counts, CountByState());
   for (const auto& [state, count] : counts) (*summary.mutable_experiments_by_state())[state] = count;
@@ -321,10 +328,12 @@ absl::StatusOr<v1::Summary> ControlPlane::Summary() {
     summary.set_next_step(absl::StrCat("wait for ", summary.lane_owner(), ": servelab wait ",
                                        summary.lane_owner(), " --until done"));
   } else if (summary.queue_size() > 0) {
-    summary.set_next_step(absl::StrCat(summary.queue_size(),
-                                       " queued; this daemon has no stage runner yet, so they stay "
-                                       "queued (inspect with: servelab status ",
-                                       summary.queue(0), ")"));
+    summary.set_next_step(
+        executor_ == nullptr || paused_
+            ? absl::StrCat(summary.queue_size(), " queued; ", QueuedBlocker(),
+                           " (inspect with: servelab status ", summary.queue(0), ")")
+            : absl::StrCat(summary.queue(0), " runs next: servelab wait ", summary.queue(0),
+                           " --until sent"));
   } else if (all.empty()) {
     summary.set_next_step("submit a base experiment: servelab submit -f SPEC.yaml");
   } else {

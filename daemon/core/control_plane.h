@@ -49,6 +49,8 @@ class ControlPlane {
 
   // Set once, before serving; must outlive the control plane.
   void SetExecutor(ExperimentExecutor* executor) { executor_ = executor; }
+  // A paused daemon stores and plans experiments but its executor runs none.
+  void SetPaused(bool paused) { paused_ = paused; }
   Ledger& ledger() { return ledger_; }
 
   // With request.validate_only() the returned experiment has no id and
@@ -75,6 +77,10 @@ class ControlPlane {
   Clock& clock_;
   Ledger ledger_;
   ExperimentExecutor* executor_ = nullptr;
+  bool paused_ = false;
+
+  // Why a queued experiment waits, in words.
+  const char* QueuedBlocker() const;
 };
 
 // True for SUCCEEDED, FAILED and CANCELLED: a watch ends there.

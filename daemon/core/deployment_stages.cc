@@ -2,6 +2,7 @@
 // verification and prefix-cache preparation.
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "daemon/core/ledger.h"
@@ -35,6 +36,11 @@ std::string FingerprintOf(const v1::Plan& plan, v1::Side side) {
   }
 }
 
+// "warmup" for PHASE_WARMUP: the middle part of a load tag (exp-3/warmup/1).
+std::string PhaseLabel(v1::Phase phase) {
+  return absl::AsciiStrToLower(v1::Phase_Name(phase).substr(std::string("PHASE_").size()));
+}
+
 absl::StatusOr<v1::ServingInstance> RequireInstance(Store& store, v1::Side side) {
   std::optional<v1::ServingInstance> instance = InstanceFor(store, side);
   if (!instance.has_value()) {
@@ -50,7 +56,7 @@ absl::StatusOr<LoadOutcome> RunAuxiliaryLoad(StageEnv& env, const v1::Experiment
   SERVELAB_ASSIGN_OR_RETURN(int attempt, NextAttempt(env.store, e.id(), phase));
   LoadJob job{.spec = &e.spec(), .phase = phase, .experiment_id = e.id(), .attempt = attempt,
               .url = env.engine.BaseUrl(router),
-              .load_tag = absl::StrCat(e.id(), "/", v1::Phase_Name(phase), "/", attempt),
+              .load_tag = absl::StrCat(e.id(), "/", PhaseLabel(phase), "/", attempt),
               .warmup_round = round, .deadline = env.clock.Now() + timeout};
   return env.load.Run(
       job, [&](const std::vector<v1::RequestRecord>& records) { return env.store.AppendRequests(records); },

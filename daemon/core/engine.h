@@ -27,6 +27,7 @@ namespace servelab::core {
 
 // The final command of one instance.
 struct LaunchCommand {
+  v1::Engine engine = v1::ENGINE_UNSPECIFIED;  // Which engine rendered it.
   v1::Side side = v1::SIDE_UNSPECIFIED;
   std::vector<std::string> argv;             // argv[0] is an absolute path.
   std::map<std::string, std::string> env;    // Added to a clean base environment.

@@ -50,9 +50,13 @@ absl::StatusOr<Counters> Preflight(StageEnv& env, const v1::Experiment& e) {
   }
   // Render every command with the code Launch uses.
   Counters counters;
+  Endpoints endpoints;
   for (v1::Side side : {v1::SIDE_PREFILL, v1::SIDE_DECODE, v1::SIDE_ROUTER}) {
     SERVELAB_ASSIGN_OR_RETURN(LaunchCommand command,
-                              env.engine.Render(e.spec(), side, Endpoints{}, env.log_dir));
+                              env.engine.Render(e.spec(), side, endpoints, env.log_dir));
+    // The router is rendered against the sides' ports, as at launch.
+    if (side == v1::SIDE_PREFILL) endpoints.prefill_port = command.port;
+    if (side == v1::SIDE_DECODE) endpoints.decode_port = command.port;
     if (command.argv.empty() || access(command.argv[0].c_str(), X_OK) != 0) {
       return absl::FailedPreconditionError(absl::StrCat(
           v1::Side_Name(side), ": launch command \"", command.argv.empty() ? "" : command.argv[0],
@@ -86,12 +90,11 @@ absl::StatusOr<Counters> Preflight(StageEnv& env, const v1::Experiment& e) {
 
 absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int attempt,
                                     const ProgressFn& on_progress) {
-  // Confirm the previous load really ended: a new load on top of one whose
-  // end is unknown corrupts both.
-  SERVELAB_ASSIGN_OR_RETURN(std::vector<std::string> busy, BusyInstances(env));
-  if (!busy.empty()) {
+  // Confirm the previous load really ended (e.g. one cut off by a daemon
+  // crash): a new load on top of one whose end is unknown corrupts both.
+  if (absl::StatusOr<Counters> drained = DrainConfirm(env, e); !drained.ok()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("an earlier load has not drained: ", absl::StrJoin(busy, "; ")));
+        absl::StrCat("an earlier load has not drained: ", drained.status().message()));
   }
   std::optional<v1::ServingInstance> router = InstanceFor(env.store, v1::SIDE_ROUTER);
   std::optional<v1::ServingInstance> prefill = InstanceFor(env.store, v1::SIDE_PREFILL);

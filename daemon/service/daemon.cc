@@ -15,6 +15,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "daemon/engines/engine_set.h"
+#include "daemon/load/loadgen_driver.h"
 #include "daemon/service/logging.h"
 #include "daemon/service/metrics.h"
 #include "daemon/service/serve_lab_service.h"
@@ -119,6 +121,18 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& opti
   SERVELAB_ASSIGN_OR_RETURN(daemon->store_, storage::SqliteStore::Open(db_path));
   daemon->control_plane_ = std::make_unique<core::ControlPlane>(*daemon->store_, daemon->clock_);
   daemon->metrics_ = std::make_unique<Metrics>(*daemon->control_plane_);
+  engines::EngineOptions engine_options;
+  if (!options.sim_binary.empty()) engine_options.sim.binary = options.sim_binary;
+  engine_options.sim.time_scale = options.sim_time_scale;
+  daemon->engine_ = std::make_unique<engines::EngineSet>(engine_options);
+  daemon->load_driver_ = std::make_unique<load::LoadgenDriver>();
+  const std::string log_dir = absl::StrCat(state_dir, "/logs");
+  SERVELAB_RETURN_IF_ERROR(MakeStateDir(log_dir));
+  daemon->runner_ = std::make_unique<core::StageRunner>(
+      daemon->control_plane_->ledger(), *daemon->engine_, *daemon->load_driver_, *daemon->metrics_,
+      core::StageRunner::Options{.log_dir = log_dir});
+  daemon->control_plane_->SetExecutor(daemon->runner_.get());
+  daemon->control_plane_->SetPaused(options.paused);
   daemon->service_ = std::make_unique<ServeLabService>(*daemon->control_plane_, *daemon->metrics_);
   Logger("daemon")->info("state dir {} (store {}), lock held by pid {}", state_dir, db_path,
                          getpid());
@@ -171,8 +185,10 @@ absl::Status Daemon::Start() {
 
   grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
   health->SetServingStatus(false);
-  // Recovery of unfinished experiments belongs here once the engine exists;
-  // the store is already open and migrated (Create).
+  // Re-adopt live instances and re-classify what a previous daemon left
+  // running before anyone is told we serve.
+  SERVELAB_RETURN_IF_ERROR(runner_->Recover());
+  if (!options_.paused) runner_->Start();
   health->SetServingStatus(true);
   service_->SetServing(true);
 
@@ -194,8 +210,13 @@ void Daemon::Shutdown(absl::Duration grace) {
     unlink(absl::StrCat(state_dir_, "/servelabd.addr").c_str());
     if (listen_.kind == ListenAddress::Kind::kUnix) unlink(listen_.path.c_str());
   }
-  // The engine stops here once it exists; then the metrics that read the
-  // control plane, then the control plane, then storage.
+  // The stage runner stops (serving instances keep running: the hot
+  // deployment survives a restart), then the metrics that read the control
+  // plane, then the control plane, then storage.
+  if (runner_ != nullptr) {
+    runner_->Shutdown();
+    runner_.reset();
+  }
   metrics_.reset();
   if (lock_ != nullptr) unlink(absl::StrCat(state_dir_, "/servelabd.metrics.addr").c_str());
   service_.reset();

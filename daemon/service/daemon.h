@@ -33,6 +33,9 @@
 #include "absl/time/time.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/control_plane.h"
+#include "daemon/core/engine.h"
+#include "daemon/core/load_driver.h"
+#include "daemon/core/stage_runner.h"
 #include "daemon/core/store.h"
 #include "daemon/service/listen_address.h"
 
@@ -55,6 +58,13 @@ struct DaemonOptions {
   std::string metrics_listen;
   // Allow non-loopback TCP hosts for both addresses.
   bool allow_remote = false;
+  // The simulated engine: its binary (empty: servelab-sim beside servelabd)
+  // and the factor applied to every modelled duration.
+  std::string sim_binary;
+  double sim_time_scale = 1.0;
+  // Accept, freeze, plan and store experiments, but run none: the lane stays
+  // idle until a daemon is started without it.
+  bool paused = false;
 };
 
 class Daemon {
@@ -97,6 +107,9 @@ class Daemon {
   std::unique_ptr<core::Store> store_;
   std::unique_ptr<core::ControlPlane> control_plane_;
   std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<core::Engine> engine_;
+  std::unique_ptr<core::LoadDriver> load_driver_;
+  std::unique_ptr<core::StageRunner> runner_;
   std::unique_ptr<ServeLabService> service_;
   std::unique_ptr<grpc::Server> server_;
 };

@@ -54,7 +54,69 @@ Metrics::Metrics(core::ControlPlane& control_plane)
                       .Name("servelab_rpcs_total")
                       .Help("Finished RPCs by method and gRPC status code.")
                       .Register(*registry_)),
+      stage_duration_(prometheus::BuildHistogram()
+                          .Name("servelab_stage_duration_seconds")
+                          .Help("Stage durations by stage and planned action (run, reuse, skip).")
+                          .Register(*registry_)),
+      first_formal_request_(
+          prometheus::BuildHistogram()
+              .Name("servelab_time_to_first_formal_request_seconds")
+              .Help("From SubmitExperiment to the first formal request sent.")
+              .Register(*registry_)
+              .Add({}, LatencyBuckets())),
+      queue_wait_(prometheus::BuildHistogram()
+                      .Name("servelab_queue_wait_seconds")
+                      .Help("From preflight done to the accelerator lane.")
+                      .Register(*registry_)
+                      .Add({}, LatencyBuckets())),
+      lane_busy_(prometheus::BuildGauge()
+                     .Name("servelab_lane_busy")
+                     .Help("1 while an experiment holds the accelerator lane.")
+                     .Register(*registry_)
+                     .Add({})),
+      formal_requests_(prometheus::BuildCounter()
+                           .Name("servelab_formal_requests_total")
+                           .Help("Formal requests by outcome (sent, completed, failed).")
+                           .Register(*registry_)),
+      instance_launches_(prometheus::BuildCounter()
+                             .Name("servelab_instance_launches_total")
+                             .Help("Serving instances launched, by side.")
+                             .Register(*registry_)),
+      stage_reuse_(prometheus::BuildCounter()
+                       .Name("servelab_stage_reuse_total")
+                       .Help("Stages reused from the hot deployment, by stage.")
+                       .Register(*registry_)),
       experiments_(std::make_shared<ExperimentsCollector>(control_plane)) {}
+
+// From 1 ms (a reused hot deployment) to an hour (a cold launch).
+prometheus::Histogram::BucketBoundaries Metrics::LatencyBuckets() {
+  return {0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
+          1800, 3600};
+}
+
+void Metrics::ObserveStage(const std::string& stage, const std::string& action, double seconds) {
+  stage_duration_.Add({{"stage", stage}, {"action", action}}, LatencyBuckets()).Observe(seconds);
+}
+
+void Metrics::ObserveTimeToFirstFormalRequest(double seconds) {
+  first_formal_request_.Observe(seconds);
+}
+
+void Metrics::ObserveQueueWait(double seconds) { queue_wait_.Observe(seconds); }
+
+void Metrics::SetLaneBusy(bool busy) { lane_busy_.Set(busy ? 1 : 0); }
+
+void Metrics::CountFormalRequests(const std::string& outcome, int64_t n) {
+  formal_requests_.Add({{"outcome", outcome}}).Increment(static_cast<double>(n));
+}
+
+void Metrics::CountInstanceLaunch(const std::string& side) {
+  instance_launches_.Add({{"side", side}}).Increment();
+}
+
+void Metrics::CountStageReuse(const std::string& stage) {
+  stage_reuse_.Add({{"stage", stage}}).Increment();
+}
 
 Metrics::~Metrics() = default;
 

@@ -66,7 +66,8 @@ class CliIntegrationTest : public ::testing::Test {
   // Starts servelabd and waits until it wrote its address (it is SERVING then).
   std::unique_ptr<Process> StartDaemon(const std::vector<std::string>& extra = {}) {
     unlink((state_dir_ + "/servelabd.addr").c_str());
-    std::vector<std::string> argv = {BinPath("servelabd"), "--state-dir", state_dir_};
+    // Paused: these tests are about the control plane; nothing is launched.
+    std::vector<std::string> argv = {BinPath("servelabd"), "--state-dir", state_dir_, "--paused"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     auto daemon = std::make_unique<Process>(argv, dir_.File(absl::StrCat("servelabd", ++starts_)));
     bool up = WaitFor(

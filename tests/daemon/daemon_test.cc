@@ -211,7 +211,8 @@ TEST(DaemonTest, RestartKeepsExperiments) {
   testing::TempDir dir;
   std::string id;
   {
-    auto daemon = Daemon::Create({.state_dir = dir.path()});
+    // Paused: the experiment must stay queued across the restart.
+    auto daemon = Daemon::Create({.state_dir = dir.path(), .paused = true});
     ASSERT_THAT(daemon, IsOk());
     ASSERT_THAT((*daemon)->Start(), IsOk());
     auto stub = v1::ServeLab::NewStub((*daemon)->InProcessChannel());
@@ -225,7 +226,7 @@ TEST(DaemonTest, RestartKeepsExperiments) {
     id = response.experiment().id();
     (*daemon)->Shutdown(absl::Seconds(1));
   }
-  auto daemon = Daemon::Create({.state_dir = dir.path()});
+  auto daemon = Daemon::Create({.state_dir = dir.path(), .paused = true});
   ASSERT_THAT(daemon, IsOk());
   ASSERT_THAT((*daemon)->Start(), IsOk());
   auto stub = v1::ServeLab::NewStub((*daemon)->InProcessChannel());

@@ -1,0 +1,72 @@
+#include "daemon/engines/engine_set.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace servelab::engines {
+
+absl::StatusOr<core::Engine*> EngineSet::For(v1::Engine kind) {
+  if (kind == v1::ENGINE_UNSPECIFIED) kind = v1::ENGINE_SIM;
+  absl::MutexLock lock(&mu_);
+  std::unique_ptr<core::Engine>& engine = engines_[kind];
+  if (engine == nullptr) {
+    absl::StatusOr<std::unique_ptr<core::Engine>> made = MakeEngine(kind, options_);
+    if (!made.ok()) {
+      engines_.erase(kind);
+      return made.status();
+    }
+    engine = *std::move(made);
+  }
+  return engine.get();
+}
+
+absl::StatusOr<core::LaunchCommand> EngineSet::Render(const v1::ExperimentSpec& spec,
+                                                      v1::Side side,
+                                                      const core::Endpoints& endpoints,
+                                                      const std::string& log_dir) {
+  SERVELAB_ASSIGN_OR_RETURN(core::Engine * engine, For(spec.deployment().engine()));
+  SERVELAB_ASSIGN_OR_RETURN(core::LaunchCommand command,
+                            engine->Render(spec, side, endpoints, log_dir));
+  command.engine = spec.deployment().engine();
+  return command;
+}
+
+absl::StatusOr<v1::ServingInstance> EngineSet::Launch(const core::LaunchCommand& command) {
+  SERVELAB_ASSIGN_OR_RETURN(core::Engine * engine, For(command.engine));
+  SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance instance, engine->Launch(command));
+  instance.set_engine(command.engine);
+  return instance;
+}
+
+absl::Status EngineSet::WaitReady(const v1::ServingInstance& instance, absl::Time deadline) {
+  SERVELAB_ASSIGN_OR_RETURN(core::Engine * engine, For(instance.engine()));
+  return engine->WaitReady(instance, deadline);
+}
+
+bool EngineSet::Alive(const v1::ServingInstance& instance) {
+  absl::StatusOr<core::Engine*> engine = For(instance.engine());
+  return engine.ok() && (*engine)->Alive(instance);
+}
+
+absl::Status EngineSet::Stop(const v1::ServingInstance& instance, absl::Duration grace) {
+  SERVELAB_ASSIGN_OR_RETURN(core::Engine * engine, For(instance.engine()));
+  return engine->Stop(instance, grace);
+}
+
+absl::StatusOr<core::InstanceCounters> EngineSet::Scrape(const v1::ServingInstance& instance) {
+  SERVELAB_ASSIGN_OR_RETURN(core::Engine * engine, For(instance.engine()));
+  return engine->Scrape(instance);
+}
+
+absl::Status EngineSet::ResetPrefixCache(const v1::ServingInstance& instance) {
+  SERVELAB_ASSIGN_OR_RETURN(core::Engine * engine, For(instance.engine()));
+  return engine->ResetPrefixCache(instance);
+}
+
+std::string EngineSet::BaseUrl(const v1::ServingInstance& instance) {
+  absl::StatusOr<core::Engine*> engine = For(instance.engine());
+  return engine.ok() ? (*engine)->BaseUrl(instance)
+                     : absl::StrCat("http://127.0.0.1:", instance.port());
+}
+
+}  // namespace servelab::engines

@@ -1,0 +1,289 @@
+// The experiment engine end to end (issue "Experiment engine", acceptance
+// 1-6 and 8): servelabd runs experiments on servelab-sim processes it
+// launches itself; the test drives it with the servelab CLI and checks the
+// sims' own counters and overlap witness.
+#include <signal.h>
+#include <sys/types.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/ascii.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/time_util.h"
+#include "servelab/v1/experiment.pb.h"
+#include "tests/daemon/http_get.h"
+#include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
+#include "yaml-cpp/yaml.h"
+
+namespace servelab {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+using testing::BinPath;
+using testing::Process;
+using testing::RunResult;
+using testing::SourcePath;
+using ::testing::HasSubstr;
+
+class EngineIntegrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override { state_dir_ = dir_.File("state"); }
+
+  void TearDown() override {
+    if (daemon_ != nullptr) StopDaemon();
+    // Serving instances outlive the daemon by design; the test owns them.
+    for (int pid : pids_) kill(pid, SIGKILL);
+  }
+
+  void StartDaemon() {
+    unlink((state_dir_ + "/servelabd.addr").c_str());
+    daemon_ = std::make_unique<Process>(
+        std::vector<std::string>{BinPath("servelabd"), "--state-dir", state_dir_,
+                                 "--sim-time-scale", "0.05"},
+        dir_.File(absl::StrCat("servelabd", ++starts_)));
+    ASSERT_TRUE(testing::WaitFor([&] { return testing::FileExists(state_dir_ + "/servelabd.addr"); },
+                                 absl::Seconds(30)))
+        << testing::ReadFile(dir_.File(absl::StrCat("servelabd", starts_, ".err")));
+    addr_ = std::string(absl::StripAsciiWhitespace(testing::ReadFile(state_dir_ + "/servelabd.addr")));
+  }
+
+  void StopDaemon() {
+    daemon_->Signal(SIGTERM);
+    EXPECT_EQ(daemon_->Wait(absl::Seconds(30)), 0);
+    daemon_.reset();
+  }
+
+  RunResult Cli(std::vector<std::string> args) {
+    args.insert(args.begin(), {BinPath("servelab"), "--addr", addr_});
+    return testing::Run(args, {}, absl::Seconds(120));
+  }
+
+  v1::Experiment Parse(const RunResult& r) {
+    v1::Experiment e;
+    google::protobuf::util::JsonParseOptions options;
+    options.ignore_unknown_fields = true;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &e, options).ok())
+        << r.out << r.err;
+    Remember(e);
+    return e;
+  }
+
+  std::string Submit(const std::vector<std::string>& args) {
+    std::vector<std::string> all = {"-o", "json", "submit"};
+    all.insert(all.end(), args.begin(), args.end());
+    RunResult r = Cli(all);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return Parse(r).id();
+  }
+
+  v1::Experiment Status(const std::string& id) { return Parse(Cli({"-o", "json", "status", id})); }
+
+  v1::Experiment WaitFinal(const std::string& id) {
+    RunResult r = Cli({"wait", id, "--until", "done", "--timeout", "100s"});
+    EXPECT_NE(r.exit_code, 7) << "timed out: " << r.err;
+    return Status(id);
+  }
+
+  // Launch stages record the pid and port of what they started.
+  void Remember(const v1::Experiment& e) {
+    for (const v1::Stage& s : e.stages()) {
+      if (s.counters().count("pid") > 0) pids_.insert(static_cast<int>(s.counters().at("pid")));
+    }
+  }
+
+  static const v1::Stage& StageOf(const v1::Experiment& e, v1::StageName name) {
+    for (const v1::Stage& s : e.stages()) {
+      if (s.name() == name) return s;
+    }
+    return v1::Stage::default_instance();
+  }
+
+  static int Counter(const v1::Experiment& e, v1::StageName name, const std::string& key) {
+    const auto& counters = StageOf(e, name).counters();
+    return counters.count(key) > 0 ? static_cast<int>(counters.at(key)) : -1;
+  }
+
+  static bool Alive(int pid) { return pid > 0 && kill(pid, 0) == 0; }
+
+  // GET on a sim instance; the body only.
+  static std::string SimGet(int port, const std::string& path) {
+    std::string response = testing::HttpGet("127.0.0.1", port, path);
+    size_t body = response.find("\r\n\r\n");
+    return body == std::string::npos ? "" : response.substr(body + 4);
+  }
+
+  static double MetricSum(int port, const std::string& name) {
+    double sum = 0;
+    std::istringstream lines(SimGet(port, "/metrics"));
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind(name, 0) != 0) continue;
+      const char next = line[name.size()];
+      if (next != ' ' && next != '{') continue;
+      double v = 0;
+      if (absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &v)) sum += v;
+    }
+    return sum;
+  }
+
+  static const std::string kSpec;
+
+  testing::TempDir dir_;
+  std::string state_dir_;
+  std::string addr_;
+  std::unique_ptr<Process> daemon_;
+  int starts_ = 0;
+  std::set<int> pids_;
+};
+
+const std::string EngineIntegrationTest::kSpec = SourcePath("deploy/examples/pd-quick.yaml");
+
+TEST_F(EngineIntegrationTest, BaseThenConcurrencyDeltaThenDecodeDelta) {
+  StartDaemon();
+  // 1. The base experiment runs every stage.
+  v1::Experiment base = WaitFinal(Submit({"-f", kSpec}));
+  ASSERT_EQ(base.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << base.blocker();
+  for (const v1::Stage& s : base.stages()) {
+    EXPECT_EQ(s.status(), v1::STAGE_STATUS_SUCCEEDED) << v1::StageName_Name(s.name()) << s.error();
+    EXPECT_TRUE(s.has_started_at() && s.has_ended_at()) << v1::StageName_Name(s.name());
+  }
+  EXPECT_EQ(base.result().whole().name(), "whole");
+  EXPECT_EQ(base.result().steady().name(), "steady");
+  EXPECT_EQ(base.result().whole().requests_completed(), 96);
+  EXPECT_EQ(base.progress().formal_requests_sent(), 96);
+  EXPECT_GT(StageOf(base, v1::STAGE_CACHE_SEED).counters().at("summed_request_latency_seconds"), 0);
+  const int prefill_pid = Counter(base, v1::STAGE_LAUNCH_PREFILL, "pid");
+  const int decode_pid = Counter(base, v1::STAGE_LAUNCH_DECODE, "pid");
+  const int decode_port = Counter(base, v1::STAGE_LAUNCH_DECODE, "port");
+  const int prefill_port = Counter(base, v1::STAGE_LAUNCH_PREFILL, "port");
+  ASSERT_TRUE(Alive(prefill_pid) && Alive(decode_pid));
+
+  // 2. A pure concurrency delta reuses the launches, warmup and route.
+  const double prefill_requests = MetricSum(prefill_port, "vllm:request_success_total");
+  RunResult plan = Cli({"plan", "--base", base.id(), "--set", "workload.concurrency=8"});
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_THAT(plan.out, HasSubstr("launch_decode  REUSE"));
+  v1::Experiment c8 = WaitFinal(Submit({"--base", base.id(), "--set", "workload.concurrency=8"}));
+  ASSERT_EQ(c8.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << c8.blocker();
+  for (v1::StageName s : {v1::STAGE_LAUNCH_PREFILL, v1::STAGE_LAUNCH_DECODE,
+                          v1::STAGE_LAUNCH_ROUTER, v1::STAGE_WARMUP, v1::STAGE_ROUTE_VERIFY}) {
+    EXPECT_EQ(StageOf(c8, s).status(), v1::STAGE_STATUS_REUSED) << v1::StageName_Name(s);
+  }
+  EXPECT_TRUE(Alive(prefill_pid) && Alive(decode_pid));
+  EXPECT_TRUE(c8.progress().has_first_formal_request_delay());
+  // The sim saw the seed and formal requests, and no warmup of c8's.
+  YAML::Node loads = YAML::Load(SimGet(decode_port, "/debug/loads"))["loads"];
+  EXPECT_TRUE(loads[c8.id() + "/formal/1"].IsDefined());
+  EXPECT_FALSE(loads[c8.id() + "/warmup/1"].IsDefined());
+  EXPECT_TRUE(loads[base.id() + "/warmup/1"].IsDefined());
+  EXPECT_EQ(MetricSum(prefill_port, "vllm:request_success_total") - prefill_requests,
+            96 + 4);  // formal + one seed request per prefix group
+
+  // 3. A decode-side delta relaunches decode only.
+  v1::Experiment layout = WaitFinal(Submit(
+      {"--base", c8.id(), "--set",
+       "deployment.decode.expert_layout=" + SourcePath("deploy/examples/layouts/decode-layout-b.json")}));
+  ASSERT_EQ(layout.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << layout.blocker();
+  EXPECT_EQ(StageOf(layout, v1::STAGE_LAUNCH_PREFILL).status(), v1::STAGE_STATUS_REUSED);
+  EXPECT_EQ(StageOf(layout, v1::STAGE_LAUNCH_DECODE).status(), v1::STAGE_STATUS_SUCCEEDED);
+  EXPECT_TRUE(Alive(prefill_pid));
+  EXPECT_NE(Counter(layout, v1::STAGE_LAUNCH_DECODE, "pid"), decode_pid);
+  EXPECT_FALSE(Alive(decode_pid));
+
+  RunResult summary = Cli({"summary"});
+  EXPECT_EQ(summary.exit_code, 0) << summary.err;
+  EXPECT_THAT(summary.out, HasSubstr("8k-cache50"));
+}
+
+TEST_F(EngineIntegrationTest, AnalysisFailureResumesWithoutNewRequests) {
+  StartDaemon();
+  v1::Experiment e = WaitFinal(
+      Submit({"-f", kSpec, "--set", "analysis.decision.metric=output_tokens_per_second_per_crad"}));
+  ASSERT_EQ(e.state(), v1::EXPERIMENT_STATE_FAILED);
+  EXPECT_EQ(e.failure_class(), v1::ANALYSIS_FAILED);
+  const int prefill_port = Counter(e, v1::STAGE_LAUNCH_PREFILL, "port");
+  const int decode_port = Counter(e, v1::STAGE_LAUNCH_DECODE, "port");
+  const double p0 = MetricSum(prefill_port, "vllm:request_success_total");
+  const double d0 = MetricSum(decode_port, "vllm:request_success_total");
+
+  // A resume delta outside NOTHING/ANALYSIS is refused.
+  RunResult refused = Cli({"resume", e.id(), "--set", "workload.concurrency=3"});
+  EXPECT_EQ(refused.exit_code, 3);
+  EXPECT_THAT(refused.err, HasSubstr("INVALID_ARGUMENT"));
+  EXPECT_THAT(refused.err, HasSubstr("workload.concurrency"));
+
+  RunResult resumed =
+      Cli({"resume", e.id(), "--set", "analysis.decision.metric=output_tokens_per_second"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  e = WaitFinal(e.id());
+  EXPECT_EQ(e.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << e.blocker();
+  EXPECT_EQ(MetricSum(prefill_port, "vllm:request_success_total"), p0);
+  EXPECT_EQ(MetricSum(decode_port, "vllm:request_success_total"), d0);
+}
+
+TEST_F(EngineIntegrationTest, KillDuringFormalLoadThenResume) {
+  StartDaemon();
+  const std::string id = Submit({"-f", kSpec, "--set", "workload.num_requests=600", "--set",
+                                 "workload.concurrency=4"});
+  RunResult sent = Cli({"wait", id, "--until", "sent", "--timeout", "100s"});
+  ASSERT_EQ(sent.exit_code, 0) << sent.err;
+  v1::Experiment running = Status(id);
+  const int prefill_pid = Counter(running, v1::STAGE_LAUNCH_PREFILL, "pid");
+  const int router_pid = Counter(running, v1::STAGE_LAUNCH_ROUTER, "pid");
+  daemon_->Signal(SIGKILL);
+  daemon_->Wait();
+  daemon_.reset();
+
+  StartDaemon();
+  v1::Experiment e = Status(id);
+  EXPECT_EQ(e.state(), v1::EXPERIMENT_STATE_FAILED);
+  EXPECT_EQ(e.failure_class(), v1::LOAD_INTERRUPTED) << e.blocker();
+  EXPECT_TRUE(Alive(prefill_pid) && Alive(router_pid));
+  const int64_t first_attempt_sent = e.progress().formal_requests_sent();
+  EXPECT_GT(first_attempt_sent, 0);
+
+  ASSERT_EQ(Cli({"resume", id}).exit_code, 0);
+  e = WaitFinal(id);
+  ASSERT_EQ(e.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << e.blocker();
+  EXPECT_EQ(Counter(e, v1::STAGE_FORMAL_LOAD, "attempt"), 2);
+  EXPECT_EQ(StageOf(e, v1::STAGE_LAUNCH_PREFILL).attempt(), 1);  // Not relaunched.
+  EXPECT_EQ(Counter(e, v1::STAGE_LAUNCH_PREFILL, "pid"), prefill_pid);
+  EXPECT_TRUE(Alive(prefill_pid));
+  StopDaemon();
+  // The first attempt's raw records are still stored beside the second's.
+  RunResult rows = testing::Run({"/usr/bin/sqlite3", state_dir_ + "/servelab.db",
+                                 "SELECT attempt, count(*) FROM requests WHERE phase = 4 "
+                                 "GROUP BY attempt ORDER BY attempt"});
+  ASSERT_EQ(rows.exit_code, 0) << rows.err;
+  EXPECT_THAT(rows.out, HasSubstr("1|"));
+  EXPECT_THAT(rows.out, HasSubstr("2|600"));
+}
+
+TEST_F(EngineIntegrationTest, BackToBackFormalLoadsNeverOverlap) {
+  StartDaemon();
+  const std::string first = Submit({"-f", kSpec, "--set", "workload.num_requests=200"});
+  const std::string second =
+      Submit({"--base", first, "--set", "workload.concurrency=8"});
+  v1::Experiment a = WaitFinal(first);
+  v1::Experiment b = WaitFinal(second);
+  ASSERT_EQ(a.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << a.blocker();
+  ASSERT_EQ(b.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << b.blocker();
+  const int decode_port = Counter(a, v1::STAGE_LAUNCH_DECODE, "port");
+  YAML::Node loads = YAML::Load(SimGet(decode_port, "/debug/loads"))["loads"];
+  YAML::Node la = loads[first + "/formal/1"];
+  YAML::Node lb = loads[second + "/formal/1"];
+  ASSERT_TRUE(la.IsDefined() && lb.IsDefined());
+  EXPECT_LT(la["last_completion_unix"].as<double>(), lb["first_arrival_unix"].as<double>());
+  // The second was prepared while the first's load ran.
+  EXPECT_LT(TimeUtil::TimestampToNanoseconds(StageOf(b, v1::STAGE_PREFLIGHT).ended_at()),
+            TimeUtil::TimestampToNanoseconds(StageOf(a, v1::STAGE_FORMAL_LOAD).ended_at()));
+}
+
+}  // namespace
+}  // namespace servelab
