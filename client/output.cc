@@ -29,11 +29,17 @@ std::string FormatTimestamp(const google::protobuf::Timestamp& ts) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", ToTime(ts), absl::UTCTimeZone());
 }
 
-// Whole seconds: sub-second precision is noise in a status line.
+// Milliseconds matter below a second (a reused deployment starts its formal
+// load within a few); whole seconds above a minute.
 std::string FormatAge(absl::Duration d) {
-  d = absl::Trunc(d, absl::Seconds(1));
   if (d <= absl::ZeroDuration()) return "0s";
-  return absl::FormatDuration(d);
+  if (d < absl::Seconds(1)) return absl::StrFormat("%.1fms", absl::ToDoubleMilliseconds(d));
+  if (d < absl::Minutes(1)) return absl::StrFormat("%.2fs", absl::ToDoubleSeconds(d));
+  return absl::FormatDuration(absl::Trunc(d, absl::Seconds(1)));
+}
+
+absl::Duration ToDuration(const google::protobuf::Duration& d) {
+  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
 }
 
 std::string StripPrefix(const std::string& name, absl::string_view prefix) {
@@ -129,7 +135,7 @@ std::string FormatExperiment(const v1::Experiment& e, absl::Time now) {
     std::string first = FormatTimestamp(e.progress().first_formal_request_at());
     if (e.progress().has_first_formal_request_delay()) {
       absl::StrAppend(&first, " (",
-                      FormatAge(absl::Seconds(e.progress().first_formal_request_delay().seconds())),
+                      FormatAge(ToDuration(e.progress().first_formal_request_delay())),
                       " after submit)");
     }
     AppendRow(&out, "first request", first);
@@ -166,7 +172,7 @@ std::string FormatExperiment(const v1::Experiment& e, absl::Time now) {
   if (e.plan().has_predicted_preparation() &&
       e.plan().predicted_preparation().seconds() > 0) {
     absl::StrAppend(&plan_header, ", predicted preparation ",
-                    FormatAge(absl::Seconds(e.plan().predicted_preparation().seconds())));
+                    FormatAge(ToDuration(e.plan().predicted_preparation())));
   }
   absl::StrAppend(&out, plan_header, ":\n");
   std::map<int, const v1::Stage*> stage_rows;

@@ -35,7 +35,7 @@ v1::Experiment DeltaExperiment() {
 TEST(FormatExperimentTest, PutsFactsFirst) {
   std::string text = FormatExperiment(DeltaExperiment(), absl::FromUnixSeconds(1012));
   EXPECT_THAT(text, HasSubstr("state:            QUEUED"));
-  EXPECT_THAT(text, HasSubstr("none yet (queued for 12s)"));
+  EXPECT_THAT(text, HasSubstr("none yet (queued for 12.00s)"));
   EXPECT_THAT(text, HasSubstr("0 sent / 640 planned"));
   EXPECT_THAT(text, HasSubstr("blocker:          none"));
   EXPECT_THAT(text, HasSubstr("workload.concurrency: 64 → 96  [LOAD]"));

@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
-# The main job, until the experiment engine exists: builds servelab, starts
-# servelabd on a fresh state dir, submits the example specs and a pure
-# concurrency delta, shows plan/status/list/summary, then stops the daemon.
+# The main job: the story of DESIGN §1 in about a minute, on the simulated
+# engine (no accelerators needed).
+#   1. a base experiment: fresh launch of prefill, decode and router, two
+#      warmup rounds, route verification, cache seeding, the formal load;
+#   2. a pure concurrency delta: reuses the hot deployment, starts its formal
+#      load within milliseconds of the submit;
+#   3. a decode expert-layout delta: relaunches decode only;
+#   4. the summary handoff.
+# Each step prints the plan and the time from submit to the first formal
+# request.
 #
-#   deploy/demo.sh [BUILD_DIR]         (default: build)
-#   SERVELAB_DEMO_STATE_DIR=DIR deploy/demo.sh   keep the state in DIR
-#
-# Honest scope: servelabd does not run experiments yet (the stage runner is
-# not wired into the daemon), so experiments are frozen, planned and stored,
-# and then stay QUEUED. Nothing is launched or loaded.
+#   deploy/demo.sh [BUILD_DIR]                    (default: build)
+#   SERVELAB_DEMO_STATE_DIR=DIR deploy/demo.sh    keep the state (and the hot deployment) in DIR
+#   SERVELAB_DEMO_TIME_SCALE=0.05                 the sim's time scale (default 0.05: 20x faster)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR="${1:-build}"
 
 deploy/setup.sh "$BUILD_DIR"
 BIN="$PWD/$BUILD_DIR/bin"
+SPEC="deploy/examples/pd-quick.yaml"
+TIME_SCALE="${SERVELAB_DEMO_TIME_SCALE:-0.05}"
 
 if [[ -n "${SERVELAB_DEMO_STATE_DIR:-}" ]]; then
   STATE_DIR="$SERVELAB_DEMO_STATE_DIR"
@@ -32,15 +38,29 @@ cleanup() {
     kill -TERM "$DAEMON_PID" 2>/dev/null || true
     wait "$DAEMON_PID" 2>/dev/null || true
   fi
-  [[ -n "$CLEANUP_DIR" ]] && rm -rf "$CLEANUP_DIR"
+  if [[ -n "$CLEANUP_DIR" ]]; then
+    # The serving instances outlive the daemon on purpose (the hot deployment
+    # survives a restart); a throwaway demo stops them too.
+    for f in "$STATE_DIR"/logs/*.pid; do [[ -f "$f" ]] && kill "$(cat "$f")" 2>/dev/null || true; done
+    pkill -f "$BIN/servelab-sim" 2>/dev/null || true
+    rm -rf "$CLEANUP_DIR"
+  fi
 }
 trap cleanup EXIT
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
+servelab() { "$BIN/servelab" "$@"; }
+json_field() { sed -n "s/^ *\"$1\": \"\(.*\)\",\{0,1\}$/\1/p" | head -1; }
 
-step "start servelabd (state dir $STATE_DIR, log $LOG)"
-"$BIN/servelabd" --state-dir "$STATE_DIR" 2>"$LOG" &
+# What the status says about the wait for the first formal request.
+report() {
+  local id="$1"
+  servelab status "$id" | sed -n '/^first request/p; /^changes/,/^spec sha256/p' | grep -v '^spec sha256'
+}
+
+step "start servelabd on the simulated engine (time scale $TIME_SCALE; state $STATE_DIR)"
+"$BIN/servelabd" --state-dir "$STATE_DIR" --sim-time-scale "$TIME_SCALE" 2>"$LOG" &
 DAEMON_PID=$!
 for _ in $(seq 1 100); do
   [[ -f "$STATE_DIR/servelabd.addr" ]] && break
@@ -48,46 +68,36 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 export SERVELAB_ADDR="$(cat "$STATE_DIR/servelabd.addr")"
-echo "servelabd pid $DAEMON_PID listening on $SERVELAB_ADDR"
-servelab() { "$BIN/servelab" "$@"; }
+echo "servelabd pid $DAEMON_PID listening on $SERVELAB_ADDR (log: $LOG)"
 
-step "submit the example specs"
-declare -A IDS
-for spec in deploy/examples/*.yaml; do
-  id="$(servelab -o json submit -f "$spec" | sed -n 's/^ *"id": "\(.*\)",$/\1/p' | head -1)"
-  IDS["$(basename "$spec" .yaml)"]="$id"
-  echo "$spec -> $id"
-done
-BASE="${IDS[16k-nocache]}"
+step "1. base experiment: $SPEC"
+BASE="$(servelab -o json submit -f "$SPEC" | json_field id)"
+echo "submitted $BASE"
+run servelab wait "$BASE" --until done --timeout 5m
+report "$BASE"
 
-step "plan a concurrency change on $BASE (stores nothing)"
-run servelab plan --base "$BASE" --set workload.concurrency=96
+step "2. plan a pure concurrency change (stores nothing, runs nothing)"
+run servelab plan --base "$BASE" --set workload.concurrency=8 | sed -n '/^plan/,/^spec/p' | grep -v '^spec'
+C8="$(servelab -o json submit --base "$BASE" --set workload.concurrency=8 | json_field id)"
+echo "submitted $C8"
+run servelab wait "$C8" --until done --timeout 5m
+report "$C8"
 
-step "submit it"
-run servelab submit --base "$BASE" --set workload.concurrency=96
+step "3. a new decode expert layout: only decode relaunches"
+L="$(servelab -o json submit --base "$C8" \
+      --set deployment.decode.expert_layout=deploy/examples/layouts/decode-layout-b.json | json_field id)"
+echo "submitted $L"
+run servelab wait "$L" --until done --timeout 5m
+report "$L"
 
-step "a bad delta is refused with the field path (and nothing is stored)"
+step "a bad delta is refused with the field path, and nothing is stored"
 run servelab submit --base "$BASE" --set workload.concurency=96 || echo "(exit code $?)"
 
-step "status of $BASE"
-run servelab status "$BASE"
-
-step "list"
+step "4. the handoff"
+run servelab summary
 run servelab list
 
-step "summary"
-run servelab summary
-
-step "stop servelabd (SIGTERM)"
+step "stop servelabd (SIGTERM): the deployment stays hot for the next daemon"
 kill -TERM "$DAEMON_PID"
 wait "$DAEMON_PID" && echo "servelabd exited 0"
 DAEMON_PID=""
-
-cat <<'NOTE'
-
-Note: servelabd does not run experiments yet (the stage runner of issue
-"Experiment engine" is not wired into the daemon). It froze, planned and
-stored every experiment above; they stay QUEUED and nothing was launched or
-loaded. Restarting servelabd on the same state dir
-finds them unchanged.
-NOTE

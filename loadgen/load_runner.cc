@@ -12,6 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/synchronization/mutex.h"
 #include "google/protobuf/util/time_util.h"
 #include "loadgen/beast.h"
@@ -405,7 +406,8 @@ awaitable<void> LoadRunner::Impl::Main(absl::Status* probe_status) {
                                            : std::min(options_.preconnect, options_.concurrency);
   co_await Preconnect(preconnect);
   t0_ = Clock::now();
-  load_start_ = google::protobuf::util::TimeUtil::GetCurrentTime();
+  // protobuf's TimeUtil::GetCurrentTime() has whole-second precision here.
+  load_start_ = google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now()));
   co_await Dispatch();
   summary_.wall = absl::Nanoseconds(SinceStart());
 }

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "analysis/analysis.h"
 #include "analysis/report.h"
 #include "google/protobuf/util/json_util.h"
@@ -46,7 +47,7 @@ absl::Status PrintResult(const v1::Result& result, const std::string& format) {
 absl::StatusOr<v1::Result> AnalyzeRecords(const std::vector<v1::RequestRecord>& records,
                                           const v1::ExperimentSpec& spec) {
   absl::StatusOr<v1::Result> result = analysis::Analyze(records, spec);
-  if (result.ok()) *result->mutable_computed_at() = google::protobuf::util::TimeUtil::GetCurrentTime();
+  if (result.ok()) *result->mutable_computed_at() = google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now()));
   return result;
 }
 
