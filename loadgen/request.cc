@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/json_quote.h"
 
 namespace servelab::loadgen {
 
@@ -45,30 +46,7 @@ std::string RequestPath(const Endpoint& endpoint, v1::Api api) {
                       api == v1::API_CHAT_COMPLETIONS ? "/v1/chat/completions" : "/v1/completions");
 }
 
-std::string JsonQuote(absl::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out.push_back('"');
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out.push_back('"');
-  return out;
-}
+std::string JsonQuote(absl::string_view s) { return servelab::JsonQuote(s); }
 
 std::string RenderBody(v1::Api api, absl::string_view model, const Prompt& prompt) {
   std::string body;
