@@ -154,6 +154,7 @@ void StageRunner::CpuLoop() {
 void StageRunner::LaneLoop() {
   while (true) {
     std::string id;
+    absl::Time released;
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
@@ -165,12 +166,14 @@ void StageRunner::LaneLoop() {
       id = lane_queue_.front();
       lane_queue_.pop_front();
       lane_ = Lane{.owner = id};
+      released = lane_released_;
     }
     metrics_.SetLaneBusy(true);
-    RunLane(id);
+    RunLane(id, released);
     metrics_.SetLaneBusy(false);
     absl::MutexLock lock(&mu_);
     lane_ = Lane{};
+    lane_released_ = ledger_.clock().Now();
   }
 }
 
@@ -216,41 +219,58 @@ void StageRunner::Prepare(const std::string& id) {
        Done(FindStage(*started, v1::STAGE_DRAIN_CONFIRM)->status()))) {
     // Nothing left for the accelerators: re-analysis, or a resume after the
     // raw data was complete.
+    std::vector<v1::StageName> skipped;
     for (v1::StageName s : AllStages()) {
       const v1::Stage* stage = FindStage(*started, s);
       if ((IsLaneStage(s) || s == v1::STAGE_PREFLIGHT) && stage != nullptr &&
           !Done(stage->status())) {
-        MarkStage(id, s, v1::STAGE_STATUS_SKIPPED).IgnoreError();
+        skipped.push_back(s);
       }
     }
+    MarkStages(id, skipped, ledger_.clock().Now()).IgnoreError();
     return RunAnalysis(id);
   }
   const v1::Stage* preflight = FindStage(*started, v1::STAGE_PREFLIGHT);
   if (preflight == nullptr || !Done(preflight->status())) {
     std::atomic<bool>& flag = *cancel;
-    absl::Status status = RunStage(id, v1::STAGE_PREFLIGHT, [&](const v1::Experiment& e) {
-      StageEnv env = Env(flag);
-      return Preflight(env, e);
-    });
+    // Preflight starts where freeze ended: the handoff to this worker is its.
+    const v1::Stage* freeze = FindStage(*started, v1::STAGE_FREEZE);
+    absl::Time cursor = freeze != nullptr && freeze->has_ended_at() &&
+                                started->failure_class() == v1::FAILURE_CLASS_UNSPECIFIED &&
+                                preflight != nullptr && preflight->attempt() == 0
+                            ? FromTimestamp(freeze->ended_at())
+                            : ledger_.clock().Now();
+    absl::Status status = RunStage(
+        id, v1::STAGE_PREFLIGHT,
+        [&](const v1::Experiment& e) {
+          StageEnv env = Env(flag);
+          return Preflight(env, e);
+        },
+        cursor);
     if (!status.ok()) return FailExperiment(id, v1::STAGE_PREFLIGHT, status);
   }
-  Lane current = lane();
-  SetBlocker(id, current.owner.empty()
-                     ? "waiting for the accelerator lane"
-                     : absl::StrCat("waiting for the accelerator lane: ", current.owner,
-                                    " holds it"));
+  // Only a busy lane is worth a write: an idle one takes the experiment now.
+  if (Lane current = lane(); !current.owner.empty()) {
+    SetBlocker(id, absl::StrCat("waiting for the accelerator lane: ", current.owner, " holds it"));
+  }
   absl::MutexLock lock(&mu_);
   lane_queue_.push_back(id);
 }
 
-void StageRunner::RunLane(const std::string& id) {
+void StageRunner::RunLane(const std::string& id, absl::Time released) {
   std::shared_ptr<std::atomic<bool>> cancel = CancelFlag(id);
   if (cancel->load()) return FinishCancelled(id);
+  const absl::Time now = ledger_.clock().Now();
+  // The first lane stage starts when the experiment could first have had the
+  // lane: after its preflight and after the previous owner released it. Any
+  // wait before that is queue wait, reported as such.
+  absl::Time cursor = now;
   if (absl::StatusOr<v1::Experiment> e = ledger_.store().GetExperiment(id); e.ok()) {
     const v1::Stage* preflight = FindStage(*e, v1::STAGE_PREFLIGHT);
     if (preflight != nullptr && preflight->has_ended_at()) {
-      metrics_.ObserveQueueWait(
-          absl::ToDoubleSeconds(ledger_.clock().Now() - FromTimestamp(preflight->ended_at())));
+      const absl::Time ready = std::max(FromTimestamp(preflight->ended_at()), released);
+      metrics_.ObserveQueueWait(absl::ToDoubleSeconds(std::max(ready, now) - FromTimestamp(preflight->ended_at())));
+      cursor = std::min(ready, now);
     }
   }
   if (absl::Status status = Replan(id); !status.ok()) {
@@ -272,9 +292,16 @@ void StageRunner::RunLane(const std::string& id) {
     }
     const v1::StageAction action = stage != nullptr ? stage->action() : v1::STAGE_ACTION_RUN;
     if (action == v1::STAGE_ACTION_SKIP || action == v1::STAGE_ACTION_REUSE) {
-      MarkStage(id, name,
-                action == v1::STAGE_ACTION_SKIP ? v1::STAGE_STATUS_SKIPPED : v1::STAGE_STATUS_REUSED)
-          .IgnoreError();
+      // This and the following reused or skipped stages, in one write.
+      std::vector<v1::StageName> batch;
+      for (v1::StageName next : AllStages()) {
+        if (next < name || !IsLaneStage(next)) continue;
+        const v1::Stage* s = FindStage(*e, next);
+        if (s == nullptr || Done(s->status())) continue;
+        if (s->action() != v1::STAGE_ACTION_SKIP && s->action() != v1::STAGE_ACTION_REUSE) break;
+        batch.push_back(next);
+      }
+      MarkStages(id, batch, cursor).IgnoreError();
       continue;
     }
     absl::Status status;
@@ -297,9 +324,12 @@ void StageRunner::RunLane(const std::string& id) {
                                                      progress.formal_requests_planned(), " sent")};
         }).IgnoreError();
       };
-      status = attempt.ok() ? RunStage(id, name, [&](const v1::Experiment& x) {
-        return FormalLoad(env, x, *attempt, on_progress);
-      })
+      status = attempt.ok() ? RunStage(
+                                  id, name,
+                                  [&](const v1::Experiment& x) {
+                                    return FormalLoad(env, x, *attempt, on_progress);
+                                  },
+                                  cursor)
                             : attempt.status();
       if (!status.ok()) formal_error = status;
       continue;  // Whatever happened, the drain must be confirmed next.
@@ -316,7 +346,7 @@ void StageRunner::RunLane(const std::string& id) {
         case v1::STAGE_DRAIN_CONFIRM: return DrainConfirm(env, x);
         default: return absl::InternalError("not a lane stage");
       }
-    });
+    }, cursor);
     if (status.ok()) continue;
     if (name != v1::STAGE_DRAIN_CONFIRM) return FailExperiment(id, name, status);
     // The end of the load is unknown: keep the lane until it drains, so no
@@ -345,21 +375,29 @@ void StageRunner::RunLane(const std::string& id) {
 void StageRunner::RunAnalysis(const std::string& id) {
   std::shared_ptr<std::atomic<bool>> cancel = CancelFlag(id);
   StageEnv env = Env(*cancel);
-  SetBlocker(id, "analyzing the stored raw records");
+  // Analysis starts where the drain was confirmed (the lane's last stage).
+  absl::Time cursor = ledger_.clock().Now();
+  if (absl::StatusOr<v1::Experiment> e = ledger_.store().GetExperiment(id); e.ok()) {
+    const v1::Stage* drain = FindStage(*e, v1::STAGE_DRAIN_CONFIRM);
+    if (drain != nullptr && drain->status() == v1::STAGE_STATUS_SUCCEEDED && drain->has_ended_at() &&
+        FromTimestamp(drain->ended_at()) < cursor) {
+      cursor = FromTimestamp(drain->ended_at());
+    }
+  }
   v1::Result result;
   absl::Status status = RunStage(id, v1::STAGE_ANALYZE, [&](const v1::Experiment& e)
                                                             -> absl::StatusOr<Counters> {
     SERVELAB_ASSIGN_OR_RETURN(result, AnalyzeStored(env, e));
     return Counters{{"requests_completed", static_cast<double>(result.whole().requests_completed())},
                     {"requests_failed", static_cast<double>(result.whole().requests_failed())}};
-  });
+  }, cursor);
   if (!status.ok()) return FailExperiment(id, v1::STAGE_ANALYZE, status);
   std::optional<v1::Decision> decision;
   status = RunStage(id, v1::STAGE_DECIDE, [&](const v1::Experiment& e) -> absl::StatusOr<Counters> {
     SERVELAB_ASSIGN_OR_RETURN(decision, DecideAgainstBaseline(env, e, result));
     if (!decision.has_value()) return Counters{{"has_baseline", 0}};
     return Counters{{"has_baseline", 1}, {"delta_fraction", decision->delta_fraction()}};
-  });
+  }, cursor);
   if (!status.ok()) return FailExperiment(id, v1::STAGE_DECIDE, status);
   if (decision.has_value()) *result.mutable_decision() = *decision;
   ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
@@ -378,8 +416,9 @@ void StageRunner::RunAnalysis(const std::string& id) {
 
 absl::Status StageRunner::RunStage(
     const std::string& id, v1::StageName name,
-    const std::function<absl::StatusOr<Counters>(const v1::Experiment&)>& body) {
-  const absl::Time start = ledger_.clock().Now();
+    const std::function<absl::StatusOr<Counters>(const v1::Experiment&)>& body,
+    absl::Time& cursor) {
+  const absl::Time start = cursor;
   SERVELAB_ASSIGN_OR_RETURN(
       v1::Experiment started, ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
         v1::Stage& stage = *FindStage(e, name);
@@ -410,27 +449,37 @@ absl::Status StageRunner::RunStage(
                                            counters.ok() ? "" : counters.status().message())};
   }).IgnoreError();
   metrics_.ObserveStage(StageLabel(name), "run", absl::ToDoubleSeconds(end - start));
+  cursor = end;
   return counters.status();
 }
 
-absl::Status StageRunner::MarkStage(const std::string& id, v1::StageName name,
-                                    v1::StageStatus status) {
-  const absl::Time now = ledger_.clock().Now();
-  std::string action;
+absl::Status StageRunner::MarkStages(const std::string& id,
+                                     const std::vector<v1::StageName>& names, absl::Time at) {
+  if (names.empty()) return absl::OkStatus();
+  std::vector<std::pair<std::string, v1::StageStatus>> marked;
   absl::Status result =
       ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
-        v1::Stage& stage = *FindStage(e, name);
-        stage.set_status(status);
-        *stage.mutable_started_at() = ToTimestamp(now);
-        *stage.mutable_ended_at() = ToTimestamp(now);
-        action = ActionLabel(stage.action());
-        return EventText{"stage", absl::StrCat(StageLabel(name),
-                                               status == v1::STAGE_STATUS_REUSED ? " reused: "
-                                                                                 : " skipped: ",
-                                               stage.reason())};
+        marked.clear();
+        std::string detail;
+        for (v1::StageName name : names) {
+          v1::Stage& stage = *FindStage(e, name);
+          const v1::StageStatus status = stage.action() == v1::STAGE_ACTION_REUSE
+                                             ? v1::STAGE_STATUS_REUSED
+                                             : v1::STAGE_STATUS_SKIPPED;
+          stage.set_status(status);
+          *stage.mutable_started_at() = ToTimestamp(at);
+          *stage.mutable_ended_at() = ToTimestamp(at);
+          marked.emplace_back(StageLabel(name), status);
+          absl::StrAppend(&detail, detail.empty() ? "" : "; ", StageLabel(name),
+                          status == v1::STAGE_STATUS_REUSED ? " reused: " : " skipped: ",
+                          stage.reason());
+        }
+        return EventText{"stage", detail};
       }).status();
-  metrics_.ObserveStage(StageLabel(name), status == v1::STAGE_STATUS_REUSED ? "reuse" : "skip", 0);
-  if (status == v1::STAGE_STATUS_REUSED) metrics_.CountStageReuse(StageLabel(name));
+  for (const auto& [label, status] : marked) {
+    metrics_.ObserveStage(label, status == v1::STAGE_STATUS_REUSED ? "reuse" : "skip", 0);
+    if (status == v1::STAGE_STATUS_REUSED) metrics_.CountStageReuse(label);
+  }
   return result;
 }
 

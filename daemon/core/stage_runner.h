@@ -76,14 +76,20 @@ class StageRunner : public ExperimentExecutor {
   void CpuLoop();
   void LaneLoop();
   void Prepare(const std::string& id);
-  void RunLane(const std::string& id);
+  // `released`: when the previous experiment released the lane.
+  void RunLane(const std::string& id, absl::Time released);
   void RunAnalysis(const std::string& id);
 
   // One stage: RUNNING → body → SUCCEEDED, or FAILED (returns the error).
+  // The stage starts at `cursor` — where the previous one ended — so the
+  // bookkeeping between stages belongs to a named stage and no second goes
+  // unattributed; `cursor` moves to this stage's end.
   absl::Status RunStage(const std::string& id, v1::StageName stage,
-                        const std::function<absl::StatusOr<Counters>(const v1::Experiment&)>& body);
-  // A REUSE or SKIP stage: recorded with a zero-length span.
-  absl::Status MarkStage(const std::string& id, v1::StageName stage, v1::StageStatus status);
+                        const std::function<absl::StatusOr<Counters>(const v1::Experiment&)>& body,
+                        absl::Time& cursor);
+  // REUSE and SKIP stages, recorded in one write with zero-length spans at `at`.
+  absl::Status MarkStages(const std::string& id, const std::vector<v1::StageName>& stages,
+                          absl::Time at);
   // The experiment becomes FAILED with the class `stage` implies.
   void FailExperiment(const std::string& id, v1::StageName stage, const absl::Status& error);
   void FinishCancelled(const std::string& id);
@@ -105,6 +111,8 @@ class StageRunner : public ExperimentExecutor {
   std::deque<std::string> lane_queue_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<std::atomic<bool>>> cancel_ ABSL_GUARDED_BY(mu_);
   Lane lane_ ABSL_GUARDED_BY(mu_);
+  // When the lane was last released: waiting before it is queue wait.
+  absl::Time lane_released_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::thread cpu_thread_;
   std::thread lane_thread_;
 };

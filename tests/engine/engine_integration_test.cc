@@ -46,12 +46,15 @@ class EngineIntegrationTest : public ::testing::Test {
     unlink((state_dir_ + "/servelabd.addr").c_str());
     daemon_ = std::make_unique<Process>(
         std::vector<std::string>{BinPath("servelabd"), "--state-dir", state_dir_,
-                                 "--sim-time-scale", "0.05"},
+                                 "--sim-time-scale", "0.05", "--metrics-listen", "127.0.0.1:0"},
         dir_.File(absl::StrCat("servelabd", ++starts_)));
     ASSERT_TRUE(testing::WaitFor([&] { return testing::FileExists(state_dir_ + "/servelabd.addr"); },
                                  absl::Seconds(30)))
         << testing::ReadFile(dir_.File(absl::StrCat("servelabd", starts_, ".err")));
     addr_ = std::string(absl::StripAsciiWhitespace(testing::ReadFile(state_dir_ + "/servelabd.addr")));
+    std::string metrics = std::string(
+        absl::StripAsciiWhitespace(testing::ReadFile(state_dir_ + "/servelabd.metrics.addr")));
+    ASSERT_TRUE(absl::SimpleAtoi(metrics.substr(metrics.rfind(':') + 1), &metrics_port_)) << metrics;
   }
 
   void StopDaemon() {
@@ -139,6 +142,7 @@ class EngineIntegrationTest : public ::testing::Test {
   std::string addr_;
   std::unique_ptr<Process> daemon_;
   int starts_ = 0;
+  int metrics_port_ = 0;
   std::set<int> pids_;
 };
 
@@ -195,6 +199,16 @@ TEST_F(EngineIntegrationTest, BaseThenConcurrencyDeltaThenDecodeDelta) {
   EXPECT_TRUE(Alive(prefill_pid));
   EXPECT_NE(Counter(layout, v1::STAGE_LAUNCH_DECODE, "pid"), decode_pid);
   EXPECT_FALSE(Alive(decode_pid));
+
+  // What the runner reported to /metrics.
+  const std::string scrape = SimGet(metrics_port_, "/metrics");
+  EXPECT_THAT(scrape, HasSubstr("servelab_instance_launches_total{side=\"decode\"} 2"));
+  EXPECT_THAT(scrape, HasSubstr("servelab_instance_launches_total{side=\"prefill\"} 1"));
+  EXPECT_THAT(scrape, HasSubstr("servelab_stage_reuse_total{stage=\"warmup\"} 1"));
+  EXPECT_THAT(scrape, HasSubstr("servelab_time_to_first_formal_request_seconds_count 3"));
+  EXPECT_THAT(scrape, HasSubstr("servelab_formal_requests_total{outcome=\"completed\"} 288"));
+  EXPECT_THAT(scrape, HasSubstr("servelab_stage_duration_seconds_count{action=\"run\",stage=\"formal_load\"} 3"));
+  EXPECT_THAT(scrape, HasSubstr("servelab_lane_busy 0"));
 
   RunResult summary = Cli({"summary"});
   EXPECT_EQ(summary.exit_code, 0) << summary.err;
