@@ -281,7 +281,8 @@ absl::StatusOr<v1::Summary> ControlPlane::Summary() {
   std::map<v1::FailureClass, v1::FailureCount> failures;
   for (const v1::Experiment& e : all) {
     if (e.state() == v1::EXPERIMENT_STATE_QUEUED) summary.add_queue(e.id());
-    if (e.state() == v1::EXPERIMENT_STATE_RUNNING && summary.lane_owner().empty()) {
+    if (executor_ == nullptr && e.state() == v1::EXPERIMENT_STATE_RUNNING &&
+        summary.lane_owner().empty()) {
       summary.set_lane_owner(e.id());
       for (const v1::Stage& stage : e.stages()) {
         if (stage.status() == v1::STAGE_STATUS_RUNNING) summary.set_lane_stage(stage.name());
@@ -309,6 +310,13 @@ absl::StatusOr<v1::Summary> ControlPlane::Summary() {
       }
     }
   }
+  if (executor_ != nullptr) {
+    // The runner knows who holds the lane; a RUNNING experiment may still be
+    // in preflight on the CPU worker.
+    auto [owner, stage] = executor_->LaneOwner();
+    summary.set_lane_owner(owner);
+    summary.set_lane_stage(owner.empty() ? v1::STAGE_UNSPECIFIED : stage);
+  }
   for (auto& [scenario, b] : best) *summary.add_best() = b;
   for (auto& [failure_class, f] : failures) *summary.add_recent_failures() = f;
 
@@ -321,6 +329,20 @@ absl::StatusOr<v1::Summary> ControlPlane::Summary() {
       if (instance.side() == v1::SIDE_DECODE) hot.mutable_fingerprints()->set_decode(instance.fingerprint());
       if (instance.side() == v1::SIDE_ROUTER) hot.mutable_fingerprints()->set_router(instance.fingerprint());
       if (instance.has_warm_since()) *hot.mutable_warm_since() = instance.warm_since();
+    }
+    // The prefix cache holds what the last experiment on the lane left in it.
+    for (auto it = all.rbegin(); it != all.rend() && hot.cache_state().empty(); ++it) {
+      for (const v1::Stage& stage : it->stages()) {
+        if (stage.name() == v1::STAGE_FORMAL_LOAD && stage.status() == v1::STAGE_STATUS_SUCCEEDED) {
+          const v1::DatasetSpec& d = it->spec().workload().dataset();
+          hot.set_cache_state(absl::StrCat(
+              "holds the prompts of ", it->id(), "'s formal load (", d.input_tokens(),
+              "-token prompts", d.prefix_cache_ratio() > 0
+                                    ? absl::StrCat(", ", d.prefix_groups(), " prefix groups seeded")
+                                    : "",
+              "); the next experiment resets it"));
+        }
+      }
     }
   }
 

@@ -40,6 +40,8 @@ class ExperimentExecutor {
   virtual void Enqueue(const std::string& id) = 0;
   // Stops a running experiment and records it as cancelled.
   virtual absl::Status CancelRunning(const std::string& id) = 0;
+  // The experiment holding the accelerator lane ("" when free) and its stage.
+  virtual std::pair<std::string, v1::StageName> LaneOwner() = 0;
 };
 
 class ControlPlane {

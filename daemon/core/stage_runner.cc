@@ -307,7 +307,6 @@ void StageRunner::RunLane(const std::string& id, absl::Time released) {
     absl::Status status;
     if (name == v1::STAGE_FORMAL_LOAD) {
       formal_started = true;
-      absl::StatusOr<int> attempt = NextAttempt(ledger_.store(), id, v1::PHASE_FORMAL);
       absl::Mutex progress_mu;
       absl::Time last_commit = absl::InfinitePast();
       bool first_recorded = false;
@@ -324,13 +323,15 @@ void StageRunner::RunLane(const std::string& id, absl::Time released) {
                                                      progress.formal_requests_planned(), " sent")};
         }).IgnoreError();
       };
-      status = attempt.ok() ? RunStage(
-                                  id, name,
-                                  [&](const v1::Experiment& x) {
-                                    return FormalLoad(env, x, *attempt, on_progress);
-                                  },
-                                  cursor)
-                            : attempt.status();
+      // The attempt is the stage's own count: a load cut off before any of
+      // its records were stored still used up its number.
+      status = RunStage(
+          id, name,
+          [&](const v1::Experiment& x) {
+            const v1::Stage* formal = FindStage(x, v1::STAGE_FORMAL_LOAD);
+            return FormalLoad(env, x, formal != nullptr ? formal->attempt() : 1, on_progress);
+          },
+          cursor);
       if (!status.ok()) formal_error = status;
       continue;  // Whatever happened, the drain must be confirmed next.
     }

@@ -63,6 +63,10 @@ class StageRunner : public ExperimentExecutor {
 
   void Enqueue(const std::string& id) override;
   absl::Status CancelRunning(const std::string& id) override;
+  std::pair<std::string, v1::StageName> LaneOwner() override {
+    Lane current = lane();
+    return {current.owner, current.stage};
+  }
 
   struct Lane {
     std::string owner;  // Empty when free.

@@ -208,6 +208,11 @@ TEST_F(StageRunnerTest, BaseExperimentRunsEveryStage) {
   EXPECT_EQ(e.result().whole().requests_completed(), 20);
   EXPECT_EQ(StageOf(e, v1::STAGE_CACHE_SEED).counters().at("requests"), 2);
   EXPECT_EQ(StageOf(e, v1::STAGE_CACHE_SEED).counters().at("summed_request_latency_seconds"), 0.02);
+  absl::StatusOr<v1::Summary> summary = plane_.Summary();
+  ASSERT_THAT(summary, IsOk());
+  EXPECT_EQ(summary->lane_owner(), "");
+  EXPECT_EQ(summary->hot_deployment().experiment_id(), e.id());
+  EXPECT_THAT(summary->hot_deployment().cache_state(), HasSubstr(e.id() + "'s formal load"));
 }
 
 TEST_F(StageRunnerTest, ConcurrencyDeltaReusesLaunchWarmupAndRoute) {

@@ -247,6 +247,14 @@ TEST_F(EngineIntegrationTest, KillDuringFormalLoadThenResume) {
                                  "workload.concurrency=4"});
   RunResult sent = Cli({"wait", id, "--until", "sent", "--timeout", "100s"});
   ASSERT_EQ(sent.exit_code, 0) << sent.err;
+  // Kill once some of the first attempt's records are stored.
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        RunResult n = testing::Run({"/usr/bin/sqlite3", state_dir_ + "/servelab.db",
+                                    "SELECT count(*) FROM requests WHERE phase = 4"});
+        return n.exit_code == 0 && n.out != "0\n" && !n.out.empty();
+      },
+      absl::Seconds(60)));
   v1::Experiment running = Status(id);
   const int prefill_pid = Counter(running, v1::STAGE_LAUNCH_PREFILL, "pid");
   const int router_pid = Counter(running, v1::STAGE_LAUNCH_ROUTER, "pid");
