@@ -320,14 +320,13 @@ absl::StatusOr<v1::Summary> ControlPlane::Summary() {
   for (auto& [scenario, b] : best) *summary.add_best() = b;
   for (auto& [failure_class, f] : failures) *summary.add_recent_failures() = f;
 
-  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, store_.ListInstances());
-  if (!instances.empty()) {
+  SERVELAB_ASSIGN_OR_RETURN(std::optional<HotState> hot_state, ReadHotState(store_));
+  if (hot_state.has_value()) {
     v1::HotDeployment& hot = *summary.mutable_hot_deployment();
+    hot.set_experiment_id(hot_state->experiment_id);
+    *hot.mutable_fingerprints() = hot_state->fingerprints;
+    SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, store_.ListInstances());
     for (const v1::ServingInstance& instance : instances) {
-      hot.set_experiment_id(instance.experiment_id());
-      if (instance.side() == v1::SIDE_PREFILL) hot.mutable_fingerprints()->set_prefill(instance.fingerprint());
-      if (instance.side() == v1::SIDE_DECODE) hot.mutable_fingerprints()->set_decode(instance.fingerprint());
-      if (instance.side() == v1::SIDE_ROUTER) hot.mutable_fingerprints()->set_router(instance.fingerprint());
       if (instance.has_warm_since()) *hot.mutable_warm_since() = instance.warm_since();
     }
     // The prefix cache holds what the last experiment on the lane left in it.

@@ -5,19 +5,13 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "daemon/core/hot_state.h"
 #include "daemon/core/ledger.h"
 #include "daemon/core/planner.h"
 #include "daemon/core/stages.h"
-#include "google/protobuf/util/time_util.h"
 
 namespace servelab::core {
 namespace {
-
-using google::protobuf::util::TimeUtil;
-
-absl::Duration FromProto(const google::protobuf::Duration& d) {
-  return absl::Nanoseconds(TimeUtil::DurationToNanoseconds(d));
-}
 
 std::string SideLabel(v1::Side side) {
   switch (side) {
@@ -25,14 +19,6 @@ std::string SideLabel(v1::Side side) {
     case v1::SIDE_DECODE: return "decode";
     case v1::SIDE_ROUTER: return "router";
     default: return "unknown";
-  }
-}
-
-std::string FingerprintOf(const v1::Plan& plan, v1::Side side) {
-  switch (side) {
-    case v1::SIDE_PREFILL: return plan.fingerprints().prefill();
-    case v1::SIDE_DECODE: return plan.fingerprints().decode();
-    default: return plan.fingerprints().router();
   }
 }
 
@@ -105,7 +91,7 @@ absl::StatusOr<Counters> LaunchSide(StageEnv& env, const v1::Experiment& e, v1::
   SERVELAB_ASSIGN_OR_RETURN(LaunchCommand command,
                             env.engine.Render(e.spec(), side, endpoints, env.log_dir));
   SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance instance, env.engine.Launch(command));
-  instance.set_fingerprint(FingerprintOf(e.plan(), side));
+  instance.set_fingerprint(FingerprintOf(e.plan().fingerprints(), side));
   instance.set_experiment_id(e.id());
   *instance.mutable_launched_at() = ToTimestamp(env.clock.Now());
   // Stored before it is ready, so that a daemon crash now still knows the
@@ -113,7 +99,7 @@ absl::StatusOr<Counters> LaunchSide(StageEnv& env, const v1::Experiment& e, v1::
   SERVELAB_RETURN_IF_ERROR(env.store.PutInstance(instance));
   env.metrics.CountInstanceLaunch(SideLabel(side));
   SERVELAB_RETURN_IF_ERROR(env.engine.WaitReady(
-      instance, env.clock.Now() + FromProto(e.spec().limits().launch_timeout())));
+      instance, env.clock.Now() + FromDuration(e.spec().limits().launch_timeout())));
   return Counters{{"pid", instance.pid()},
                   {"port", instance.port()},
                   {"ready_seconds", absl::ToDoubleSeconds(env.clock.Now() - start)}};
@@ -127,7 +113,7 @@ absl::StatusOr<Counters> Warmup(StageEnv& env, const v1::Experiment& e) {
     SERVELAB_ASSIGN_OR_RETURN(
         LoadOutcome outcome,
         RunAuxiliaryLoad(env, e, v1::PHASE_WARMUP, round,
-                         FromProto(e.spec().limits().warmup_timeout())));
+                         FromDuration(e.spec().limits().warmup_timeout())));
     SERVELAB_RETURN_IF_ERROR(RequireAllCompleted(outcome, absl::StrCat("warmup round ", round + 1)));
     requests += outcome.completed;
     counters[absl::StrCat("round_", round + 1, "_wall_seconds")] = absl::ToDoubleSeconds(outcome.wall);
@@ -149,7 +135,7 @@ absl::StatusOr<Counters> RouteVerify(StageEnv& env, const v1::Experiment& e) {
   SERVELAB_ASSIGN_OR_RETURN(InstanceCounters d0, env.engine.Scrape(decode));
   SERVELAB_ASSIGN_OR_RETURN(
       LoadOutcome outcome,
-      RunAuxiliaryLoad(env, e, v1::PHASE_PROBE, 0, FromProto(e.spec().limits().warmup_timeout())));
+      RunAuxiliaryLoad(env, e, v1::PHASE_PROBE, 0, FromDuration(e.spec().limits().warmup_timeout())));
   SERVELAB_RETURN_IF_ERROR(RequireAllCompleted(outcome, "route probe"));
   SERVELAB_ASSIGN_OR_RETURN(InstanceCounters p1, env.engine.Scrape(prefill));
   SERVELAB_ASSIGN_OR_RETURN(InstanceCounters d1, env.engine.Scrape(decode));
@@ -179,7 +165,7 @@ absl::StatusOr<Counters> CacheSeed(StageEnv& env, const v1::Experiment& e) {
   SERVELAB_ASSIGN_OR_RETURN(InstanceCounters before, env.engine.Scrape(prefill));
   SERVELAB_ASSIGN_OR_RETURN(
       LoadOutcome outcome,
-      RunAuxiliaryLoad(env, e, v1::PHASE_CACHE_SEED, 0, FromProto(e.spec().limits().warmup_timeout())));
+      RunAuxiliaryLoad(env, e, v1::PHASE_CACHE_SEED, 0, FromDuration(e.spec().limits().warmup_timeout())));
   SERVELAB_RETURN_IF_ERROR(RequireAllCompleted(outcome, "cache seed"));
   SERVELAB_ASSIGN_OR_RETURN(InstanceCounters after, env.engine.Scrape(prefill));
   const double queries = after.prefix_cache_queries - before.prefix_cache_queries;

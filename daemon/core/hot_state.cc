@@ -4,6 +4,10 @@
 
 namespace servelab::core {
 
+const std::string& FingerprintOf(const v1::Fingerprints& f, v1::Side side) {
+  return side == v1::SIDE_PREFILL ? f.prefill() : side == v1::SIDE_DECODE ? f.decode() : f.router();
+}
+
 absl::StatusOr<std::optional<HotState>> ReadHotState(Store& store) {
   SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, store.ListInstances());
   if (instances.empty()) return std::optional<HotState>();

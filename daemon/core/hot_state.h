@@ -11,6 +11,9 @@
 
 namespace servelab::core {
 
+// The fingerprint of `side` (the router's for any other value).
+const std::string& FingerprintOf(const v1::Fingerprints& fingerprints, v1::Side side);
+
 // nullopt when no instance runs. The warmup fingerprint is the one of the
 // experiment that launched the instances (the last one to warm them).
 absl::StatusOr<std::optional<HotState>> ReadHotState(Store& store);

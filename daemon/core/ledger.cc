@@ -18,6 +18,10 @@ absl::Time FromTimestamp(const google::protobuf::Timestamp& t) {
   return absl::FromUnixNanos(TimeUtil::TimestampToNanoseconds(t));
 }
 
+absl::Duration FromDuration(const google::protobuf::Duration& d) {
+  return absl::Nanoseconds(TimeUtil::DurationToNanoseconds(d));
+}
+
 Ledger::Ledger(Store& store, Clock& clock) : store_(store), clock_(clock) {}
 
 absl::StatusOr<v1::Experiment> Ledger::Create(v1::Experiment experiment, const EventText& text) {

@@ -70,9 +70,10 @@ class Ledger {
   std::map<int, Subscription> subscriptions_ ABSL_GUARDED_BY(listeners_mu_);
 };
 
-// Timestamp conversions used wherever the core stamps a message.
+// Time conversions used wherever the core stamps or reads a message.
 google::protobuf::Timestamp ToTimestamp(absl::Time t);
 absl::Time FromTimestamp(const google::protobuf::Timestamp& t);
+absl::Duration FromDuration(const google::protobuf::Duration& d);
 
 }  // namespace servelab::core
 

@@ -17,10 +17,6 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 
-absl::Duration FromProto(const google::protobuf::Duration& d) {
-  return absl::Nanoseconds(TimeUtil::DurationToNanoseconds(d));
-}
-
 // Instances that still hold requests, as "decode: 3 running, 1 waiting".
 absl::StatusOr<std::vector<std::string>> BusyInstances(StageEnv& env) {
   SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, env.store.ListInstances());
@@ -70,7 +66,7 @@ absl::StatusOr<Counters> Preflight(StageEnv& env, const v1::Experiment& e) {
     if (phase != v1::PHASE_FORMAL) continue;
     counters["planned_requests"] = static_cast<double>(plan.requests);
     counters["arrival_span_seconds"] = absl::ToDoubleSeconds(plan.arrival_span);
-    const absl::Duration deadline = FromProto(spec.limits().formal_deadline());
+    const absl::Duration deadline = FromDuration(spec.limits().formal_deadline());
     if (plan.arrival_span >= deadline) {
       return absl::FailedPreconditionError(absl::StrCat(
           "limits.formal_deadline: ", absl::FormatDuration(deadline),
@@ -104,7 +100,7 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
   InstanceCounters before;
   if (absl::StatusOr<InstanceCounters> c = env.engine.Scrape(*prefill); c.ok()) before = *c;
 
-  const absl::Duration deadline = FromProto(e.spec().limits().formal_deadline());
+  const absl::Duration deadline = FromDuration(e.spec().limits().formal_deadline());
   LoadJob job{.spec = &e.spec(), .phase = v1::PHASE_FORMAL, .experiment_id = e.id(),
               .attempt = attempt, .url = env.engine.BaseUrl(*router),
               .load_tag = absl::StrCat(e.id(), "/formal/", attempt),
@@ -170,7 +166,7 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
 }
 
 absl::StatusOr<Counters> DrainConfirm(StageEnv& env, const v1::Experiment& e) {
-  const absl::Time deadline = env.clock.Now() + FromProto(e.spec().limits().drain_timeout());
+  const absl::Time deadline = env.clock.Now() + FromDuration(e.spec().limits().drain_timeout());
   int polls = 0;
   while (true) {
     ++polls;

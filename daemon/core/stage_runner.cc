@@ -59,10 +59,6 @@ v1::Side SideOf(v1::StageName stage) {
   }
 }
 
-const std::string& FingerprintOf(const v1::Fingerprints& f, v1::Side side) {
-  return side == v1::SIDE_PREFILL ? f.prefill() : side == v1::SIDE_DECODE ? f.decode() : f.router();
-}
-
 }  // namespace
 
 StageRunner::StageRunner(Ledger& ledger, Engine& engine, LoadDriver& load, RunnerMetrics& metrics,

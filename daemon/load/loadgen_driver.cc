@@ -5,15 +5,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "google/protobuf/util/time_util.h"
+#include "daemon/core/ledger.h"
 #include "loadgen/dataset.h"
 #include "loadgen/load_runner.h"
 #include "loadgen/schedule.h"
 
 namespace servelab::load {
 namespace {
-
-using google::protobuf::util::TimeUtil;
 
 struct Prepared {
   std::vector<loadgen::Prompt> prompts;
@@ -101,8 +99,7 @@ absl::StatusOr<core::LoadOutcome> LoadgenDriver::Run(
   options.url = job.url;
   options.api = job.spec->workload().api();
   options.concurrency = p.concurrency;
-  options.request_timeout =
-      absl::Nanoseconds(TimeUtil::DurationToNanoseconds(job.spec->limits().request_timeout()));
+  options.request_timeout = core::FromDuration(job.spec->limits().request_timeout());
   options.load_tag = job.load_tag;
   options.experiment_id = job.experiment_id;
   options.phase = job.phase;
