@@ -9,14 +9,11 @@ namespace servelab::engines {
 absl::StatusOr<core::LaunchCommand> RenderCommand(const v1::ExperimentSpec& spec, v1::Side side,
                                                   const core::Endpoints& endpoints,
                                                   const std::string& log_dir) {
-  absl::StatusOr<int> port = ChoosePort(spec, side, endpoints);
-  if (!port.ok()) return port.status();
-  core::LaunchCommand command;
-  command.side = side;
-  command.port = *port;
-  command.log_path = LogPathFor(log_dir, side);
+  absl::StatusOr<core::LaunchCommand> started = NewLaunchCommand(spec, side, endpoints, log_dir);
+  if (!started.ok()) return started.status();
+  core::LaunchCommand command = *std::move(started);
   const std::map<std::string, std::string> vars =
-      TemplateVariables(spec, side, *port, endpoints, log_dir);
+      TemplateVariables(spec, side, command.port, endpoints, log_dir);
 
   const google::protobuf::RepeatedPtrField<std::string>* argv_template;
   const google::protobuf::RepeatedPtrField<std::string>* extra_args;

@@ -103,6 +103,18 @@ std::string LogPathFor(const std::string& log_dir, v1::Side side) {
   return absl::StrCat(log_dir, "/", SideName(side), ".log");
 }
 
+absl::StatusOr<core::LaunchCommand> NewLaunchCommand(const v1::ExperimentSpec& spec, v1::Side side,
+                                                     const core::Endpoints& endpoints,
+                                                     const std::string& log_dir) {
+  absl::StatusOr<int> port = ChoosePort(spec, side, endpoints);
+  if (!port.ok()) return port.status();
+  core::LaunchCommand command;
+  command.side = side;
+  command.port = *port;
+  command.log_path = LogPathFor(log_dir, side);
+  return command;
+}
+
 std::string JoinDevices(const v1::InstanceSpec& instance) {
   return absl::StrJoin(instance.devices(), ",");
 }

@@ -44,6 +44,12 @@ absl::StatusOr<int> UpstreamPort(const v1::ExperimentSpec& spec, v1::Side upstre
 // log_dir/prefill.log and so on.
 std::string LogPathFor(const std::string& log_dir, v1::Side side);
 
+// The command every renderer starts from: side, its chosen port and log path
+// set, argv and env empty.
+absl::StatusOr<core::LaunchCommand> NewLaunchCommand(const v1::ExperimentSpec& spec, v1::Side side,
+                                                     const core::Endpoints& endpoints,
+                                                     const std::string& log_dir);
+
 // "0,1,2,3" for CUDA_VISIBLE_DEVICES; empty for no devices.
 std::string JoinDevices(const v1::InstanceSpec& instance);
 

@@ -17,12 +17,9 @@ absl::StatusOr<core::LaunchCommand> RenderSglang(const v1::ExperimentSpec& spec,
                                                  const core::Endpoints& endpoints,
                                                  const std::string& log_dir,
                                                  const SglangOptions& options) {
-  absl::StatusOr<int> port = ChoosePort(spec, side, endpoints);
-  if (!port.ok()) return port.status();
-  core::LaunchCommand command;
-  command.side = side;
-  command.port = *port;
-  command.log_path = LogPathFor(log_dir, side);
+  absl::StatusOr<core::LaunchCommand> started = NewLaunchCommand(spec, side, endpoints, log_dir);
+  if (!started.ok()) return started.status();
+  core::LaunchCommand command = *std::move(started);
   std::vector<std::string>& argv = command.argv;
 
   if (side == v1::SIDE_ROUTER) {
@@ -30,7 +27,7 @@ absl::StatusOr<core::LaunchCommand> RenderSglang(const v1::ExperimentSpec& spec,
     if (!router.command_argv().empty()) {
       absl::StatusOr<std::vector<std::string>> expanded = ExpandArgv(
           router.command_argv(), spec,
-          TemplateVariables(spec, side, *port, endpoints, log_dir), "deployment.router.command_argv");
+          TemplateVariables(spec, side, command.port, endpoints, log_dir), "deployment.router.command_argv");
       if (!expanded.ok()) return expanded.status();
       argv = *std::move(expanded);
     } else {
@@ -41,7 +38,7 @@ absl::StatusOr<core::LaunchCommand> RenderSglang(const v1::ExperimentSpec& spec,
       argv = {options.python_binary, "-m",       "sglang_router.launch_router",
               "--pd-disaggregation", "--prefill", LoopbackUrl(*prefill),
               "--decode",            LoopbackUrl(*decode), "--host",
-              "127.0.0.1",           "--port",   absl::StrCat(*port)};
+              "127.0.0.1",           "--port",   absl::StrCat(command.port)};
     }
     argv.insert(argv.end(), router.extra_args().begin(), router.extra_args().end());
     command.env.insert(router.env().begin(), router.env().end());
@@ -65,7 +62,7 @@ absl::StatusOr<core::LaunchCommand> RenderSglang(const v1::ExperimentSpec& spec,
           "--host",
           "127.0.0.1",
           "--port",
-          absl::StrCat(*port),
+          absl::StrCat(command.port),
           "--disaggregation-mode",
           side == v1::SIDE_PREFILL ? "prefill" : "decode",
           "--disaggregation-transfer-backend",

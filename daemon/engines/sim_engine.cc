@@ -58,16 +58,12 @@ absl::StatusOr<core::LaunchCommand> SimEngine::Render(const v1::ExperimentSpec& 
     return absl::FailedPreconditionError(
         absl::StrCat("servelab-sim binary ", options_.binary, " is not executable"));
   }
-  absl::StatusOr<int> port = ChoosePort(spec, side, endpoints);
-  if (!port.ok()) return port.status();
-
-  core::LaunchCommand command;
-  command.side = side;
-  command.port = *port;
-  command.log_path = LogPathFor(log_dir, side);
+  absl::StatusOr<core::LaunchCommand> started = NewLaunchCommand(spec, side, endpoints, log_dir);
+  if (!started.ok()) return started.status();
+  core::LaunchCommand command = *std::move(started);
   command.argv = {options_.binary, "--role",       SideName(side),
                   "--host",        "127.0.0.1",    "--port",
-                  absl::StrCat(*port), "--time-scale", absl::StrCat(options_.time_scale)};
+                  absl::StrCat(command.port), "--time-scale", absl::StrCat(options_.time_scale)};
 
   if (side == v1::SIDE_ROUTER) {
     absl::StatusOr<int> prefill = UpstreamPort(spec, v1::SIDE_PREFILL, endpoints);

@@ -56,12 +56,9 @@ absl::StatusOr<core::LaunchCommand> RenderVllm(const v1::ExperimentSpec& spec, v
                                                const core::Endpoints& endpoints,
                                                const std::string& log_dir,
                                                const VllmOptions& options) {
-  absl::StatusOr<int> port = ChoosePort(spec, side, endpoints);
-  if (!port.ok()) return port.status();
-  core::LaunchCommand command;
-  command.side = side;
-  command.port = *port;
-  command.log_path = LogPathFor(log_dir, side);
+  absl::StatusOr<core::LaunchCommand> started = NewLaunchCommand(spec, side, endpoints, log_dir);
+  if (!started.ok()) return started.status();
+  core::LaunchCommand command = *std::move(started);
   if (side == v1::SIDE_ROUTER) return RenderRouter(spec, endpoints, log_dir, options, command);
 
   absl::StatusOr<const v1::InstanceSpec*> instance = InstanceSpecFor(spec, side);
@@ -83,7 +80,7 @@ absl::StatusOr<core::LaunchCommand> RenderVllm(const v1::ExperimentSpec& spec, v
 
   std::vector<std::string>& argv = command.argv;
   argv = {options.vllm_binary, "serve", is.model(), "--host", "127.0.0.1", "--port",
-          absl::StrCat(*port)};
+          absl::StrCat(command.port)};
   AddIfSet(argv, "--tensor-parallel-size", is.tensor_parallel());
   AddIfSet(argv, "--data-parallel-size", is.data_parallel());
   if (is.expert_parallel() > 1) argv.push_back("--enable-expert-parallel");
