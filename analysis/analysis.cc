@@ -214,6 +214,7 @@ absl::StatusOr<v1::Result> Analyze(const std::vector<v1::RequestRecord>& records
 
   std::vector<double> lag, queue;
   int64_t prompt_tokens = 0, cached_tokens = 0;
+  bool cached_reported = false;
   v1::Exactness* exact = result.mutable_exactness();
   for (const auto* r : selected) {
     if (!Sent(*r)) continue;
@@ -221,7 +222,13 @@ absl::StatusOr<v1::Result> Analyze(const std::vector<v1::RequestRecord>& records
     queue.push_back(Seconds(r->queued_ns()));
     if (!Completed(*r)) continue;
     prompt_tokens += r->prompt_tokens();
-    cached_tokens += r->cached_tokens();
+    // vLLM omits prompt_tokens_details when nothing was cached, so once any
+    // request reported, an absent count is 0; if none did, the ratio is
+    // unknown, not 0.
+    if (r->cached_tokens() >= 0) {
+      cached_tokens += r->cached_tokens();
+      cached_reported = true;
+    }
     exact->set_requests(exact->requests() + 1);
     bool in_ok = r->requested_prompt_tokens() == 0 ||
                  r->requested_prompt_tokens() == r->prompt_tokens();
@@ -242,7 +249,8 @@ absl::StatusOr<v1::Result> Analyze(const std::vector<v1::RequestRecord>& records
   result.set_schedule_lag_p99(Percentile(lag, 99));
   result.set_client_queue_p50(Percentile(queue, 50));
   result.set_client_queue_p99(Percentile(queue, 99));
-  if (prompt_tokens > 0) {
+  result.set_cached_tokens_reported(cached_reported);
+  if (prompt_tokens > 0 && cached_reported) {
     result.set_prefix_cache_hit_ratio(static_cast<double>(cached_tokens) / prompt_tokens);
   }
   return result;

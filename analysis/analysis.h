@@ -1,6 +1,6 @@
 // Analysis: a pure function (raw request records, spec) -> Result. It is
 // always run from stored rows, so a re-analysis after a crash or an analysis
-// spec change follows exactly the production path (DESIGN §7).
+// spec change follows exactly the production path (docs/design.md §11).
 //
 //   SERVELAB_ASSIGN_OR_RETURN(v1::Result result, analysis::Analyze(records, spec));
 //   double tok_s = result.whole().output_tokens_per_second();

@@ -1,6 +1,7 @@
 // Golden tests: every figure below is computed by hand from the records in
 // GoldenRecords() (times in ms; see the comments beside each expectation).
 #include "analysis/analysis.h"
+#include "analysis/report.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -165,6 +166,7 @@ TEST(AnalyzeTest, LagQueueExactnessCacheAndPhasesGolden) {
   EXPECT_THAT(e.deviating_index(), ElementsAre(1));
   EXPECT_EQ(e.chunk_count_mismatch(), 0);
   EXPECT_NEAR(r->prefix_cache_hit_ratio(), 10.0 / 30, kEps);
+  EXPECT_TRUE(r->cached_tokens_reported());
   ASSERT_EQ(r->phases_size(), 2);
   EXPECT_EQ(r->phases(0).phase(), v1::PHASE_CACHE_SEED);
   EXPECT_EQ(r->phases(0).requests(), 2);
@@ -174,6 +176,25 @@ TEST(AnalyzeTest, LagQueueExactnessCacheAndPhasesGolden) {
   EXPECT_EQ(r->phases(1).requests(), 5);
   EXPECT_NEAR(r->phases(1).wall_seconds(), 0.080, kEps);
   EXPECT_NEAR(r->phases(1).summed_request_latency_seconds(), 0.111, kEps);  // 30+30+50+1.
+}
+
+// A server that reports no cached tokens at all (vLLM without
+// --enable-prompt-tokens-details) gives "not reported", never a ratio of 0;
+// once one request reported, vLLM's omitted count for the others is 0.
+TEST(AnalyzeTest, CachedTokensNotReportedIsNotZero) {
+  std::vector<v1::RequestRecord> records = GoldenRecords();
+  for (v1::RequestRecord& r : records) r.set_cached_tokens(-1);
+  absl::StatusOr<v1::Result> none = Analyze(records, GoldenSpec());
+  ASSERT_THAT(none, IsOk());
+  EXPECT_FALSE(none->cached_tokens_reported());
+  EXPECT_EQ(none->prefix_cache_hit_ratio(), 0);
+  EXPECT_THAT(FormatResult(*none), HasSubstr("not reported"));
+
+  records[3].set_cached_tokens(5);  // R1 only.
+  absl::StatusOr<v1::Result> one = Analyze(records, GoldenSpec());
+  ASSERT_THAT(one, IsOk());
+  EXPECT_TRUE(one->cached_tokens_reported());
+  EXPECT_NEAR(one->prefix_cache_hit_ratio(), 5.0 / 30, kEps);
 }
 
 TEST(AnalyzeTest, SteadyFractionLowersThreshold) {

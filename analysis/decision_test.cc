@@ -20,7 +20,7 @@ v1::Result WithPerCard(double whole, double steady) {
 }
 
 TEST(DecideTest, FittedLayoutIsASmallRealGain) {
-  // DESIGN §1: 147.9064 -> 149.1070 tok/s per card, +0.81%.
+  // docs/design.md §1: 147.9064 -> 149.1070 tok/s per card, +0.81%.
   v1::DecisionRule rule;
   rule.set_metric("output_tokens_per_second_per_card");
   rule.set_min_improvement(0.005);

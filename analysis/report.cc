@@ -72,8 +72,11 @@ std::string FormatResult(const v1::Result& r) {
     for (int i : e.deviating_index()) out += absl::StrCat(" ", i);
     out += "\n";
   }
-  out += absl::StrFormat("Prefix-cache hit ratio (client, from usage): %.4f\n",
-                         r.prefix_cache_hit_ratio());
+  out += r.cached_tokens_reported()
+             ? absl::StrFormat("Prefix-cache hit ratio (client, from usage): %.4f\n",
+                               r.prefix_cache_hit_ratio())
+             : std::string("Prefix-cache hit ratio (client, from usage): not reported (the server "
+                           "sent no cached_tokens)\n");
   for (const v1::PhaseTiming& p : r.phases()) {
     out += absl::StrFormat("Phase %s: %d requests, wall %.3f s, summed request latency %.3f s\n",
                            v1::Phase_Name(p.phase()), p.requests(), p.wall_seconds(),

@@ -8,6 +8,8 @@
 #include <google/protobuf/util/time_util.h>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -193,6 +195,22 @@ std::string FormatExperiment(const v1::Experiment& e, absl::Time now) {
                                           ActionName(planned.action()), status, planned.reason()));
     if (row != stage_rows.end() && !row->second->error().empty()) {
       absl::StrAppend(&out, "    error: ", row->second->error(), "\n");
+    }
+  }
+  if (!e.plan().commands().empty()) {
+    absl::StrAppend(&out, "commands (rendered by the launch code; ports left 0 in the spec "
+                          "are picked again at launch):\n");
+    for (const v1::RenderedCommand& c : e.plan().commands()) {
+      std::string side = absl::AsciiStrToLower(v1::Side_Name(c.side()));
+      if (absl::StartsWith(side, "side_")) side = side.substr(5);
+      if (!c.error().empty()) {
+        absl::StrAppend(&out, "  ", side, ": cannot render: ", c.error(), "\n");
+        continue;
+      }
+      absl::StrAppend(&out, "  ", side, ":\n");
+      for (absl::string_view line : absl::StrSplit(c.text(), '\n', absl::SkipEmpty())) {
+        absl::StrAppend(&out, "    ", line, "\n");
+      }
     }
   }
   if (e.has_result() && e.result().has_whole()) {

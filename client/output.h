@@ -4,7 +4,7 @@
 // enum names, and every primitive field present even when zero or empty, so
 // that a script can rely on e.g. `parent_id` and `changes` being there.
 //
-// Text puts the facts first (DESIGN §9): state, current stage and for how
+// Text puts the facts first (docs/design.md §12): state, current stage and for how
 // long, formal requests sent/planned, blocker, changes against the parent;
 // then the plan; then the failure class and what resume would do.
 //

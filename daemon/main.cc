@@ -48,6 +48,18 @@ int main(int argc, char** argv) {
                  "Multiplies every duration the simulated engine models (e.g. 0.01: 100x faster)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--vllm-binary", options.vllm_binary,
+                 "vllm executable for engines vllm and vllm_ascend (default /usr/local/bin/vllm; "
+                 "a spec's deployment.programs.vllm_binary wins)");
+  app.add_option("--python-binary", options.python_binary,
+                 "python3 for SGLang, sglang_router and the vLLM proxy scripts (default "
+                 "/usr/bin/python3; deployment.programs.python_binary wins)");
+  app.add_option("--proxy-script", options.proxy_script,
+                 "vLLM's tests/v1/kv_connector/nixl_integration/toy_proxy_server.py, the P/D "
+                 "proxy of engine vllm (deployment.programs.proxy_script wins)");
+  app.add_option("--ascend-proxy-script", options.ascend_proxy_script,
+                 "vllm-ascend's examples/disaggregated_prefill_v1/"
+                 "load_balance_proxy_server_example.py, the proxy of engine vllm_ascend");
   app.add_flag("--paused", options.paused,
                "Accept and plan experiments but run none (the accelerator lane stays idle)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job: the story of DESIGN §1 in about a minute, on the simulated
+# The main job: the story of docs/design.md §1 in about a minute, on the simulated
 # engine (no accelerators needed).
 #   1. a base experiment: fresh launch of prefill, decode and router, two
 #      warmup rounds, route verification, cache seeding, the formal load;

@@ -156,6 +156,7 @@ void FakeServer::Serve(int fd) {
     in.erase(0, head_end + 4 + length);
 
     if (head.rfind("GET /v1/models", 0) == 0) {
+      ++model_lookups_;
       std::string models = R"({"object":"list","data":[{"id":"fake-model","object":"model"}]})";
       if (!SendAll(fd, absl::StrCat("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                                     "Content-Length: ", models.size(), "\r\n\r\n", models))) {

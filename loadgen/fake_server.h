@@ -37,6 +37,8 @@ class FakeServer {
   int connections() const { return connections_.load(); }
   int requests() const { return requests_.load(); }
   int max_in_flight() const { return max_in_flight_.load(); }
+  // GET /v1/models asked so far.
+  int model_lookups() const { return model_lookups_.load(); }
   std::vector<std::string> heads() const;
   std::vector<std::string> bodies() const;
 
@@ -48,7 +50,8 @@ class FakeServer {
   int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stopping_{false};
-  std::atomic<int> connections_{0}, requests_{0}, in_flight_{0}, max_in_flight_{0};
+  std::atomic<int> connections_{0}, requests_{0}, in_flight_{0}, max_in_flight_{0},
+      model_lookups_{0};
   std::thread acceptor_;
 
   mutable absl::Mutex mu_;

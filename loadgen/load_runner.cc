@@ -162,14 +162,24 @@ awaitable<error_code> LoadRunner::Impl::Connect(Connection& conn) {
 }
 
 awaitable<absl::Status> LoadRunner::Impl::Probe() {
-  std::string target = absl::StrCat(endpoint_.base_path, "/v1/models");
-  std::string where = absl::StrCat("http://", endpoint_.authority(), target);
+  std::string where = absl::StrCat("http://", endpoint_.authority());
   Connection conn(ioc_);
   error_code ec = co_await Connect(conn);
   if (ec) {
     co_return absl::UnavailableError(
         absl::StrCat("cannot reach ", where, ": ", ec.message(), "; no request was sent"));
   }
+  // With a model name there is nothing to ask: a connection proves the
+  // server is there, and real P/D proxies serve no route but the
+  // generation ones (vLLM's toy_proxy_server.py has no /v1/models).
+  if (!options_.model.empty()) {
+    model_ = options_.model;
+    error_code ignored;
+    conn.stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    co_return absl::OkStatus();
+  }
+  std::string target = absl::StrCat(endpoint_.base_path, "/v1/models");
+  where = absl::StrCat(where, target);
   conn.stream.expires_after(std::chrono::nanoseconds(absl::ToInt64Nanoseconds(options_.connect_timeout)));
   http::request<http::empty_body> req{http::verb::get, target, 11};
   req.set(http::field::host, endpoint_.authority());
@@ -183,10 +193,11 @@ awaitable<absl::Status> LoadRunner::Impl::Probe() {
   }
   int status = parser.get().result_int();
   if (status < 200 || status >= 300) {
-    co_return absl::UnavailableError(absl::StrCat("probe ", where, " answered HTTP ", status,
-                                                  "; no request was sent"));
+    co_return absl::UnavailableError(absl::StrCat(
+        "probe ", where, " answered HTTP ", status,
+        " (give the model name explicitly: P/D proxies serve no /v1/models); no request was sent"));
   }
-  model_ = options_.model.empty() ? FirstModelId(parser.get().body()) : options_.model;
+  model_ = FirstModelId(parser.get().body());
   if (model_.empty()) {
     co_return absl::FailedPreconditionError(
         absl::StrCat(where, " lists no model; give one explicitly; no request was sent"));

@@ -12,10 +12,11 @@
 //   SERVELAB_ASSIGN_OR_RETURN(LoadSummary s, runner->Run(prompts, planned_send_ns, sink));
 //
 // Semantics:
-// - Before the first request, one probe (GET /v1/models). If the server
-//   cannot be reached or does not answer 2xx, Run fails with UNAVAILABLE and
-//   no model request is sent. The probe's first model id is used when
-//   options.model is empty.
+// - Before the first request, one probe: a TCP connection, and only when
+//   options.model is empty also GET /v1/models for the first model id (real
+//   P/D proxies lack that route, so the daemon always names the model). If
+//   the server cannot be reached or the lookup fails, Run fails with
+//   UNAVAILABLE and no model request is sent.
 // - Request i arrives at planned_send_ns[i] (relative to the load start),
 //   then waits for a free slot under the concurrency cap; the wait is its
 //   queued_ns. sent_ns is when the client began sending it (taking a pooled
@@ -57,7 +58,7 @@ struct LoadOptions {
   // "http://host:port[/base]".
   std::string url;
   v1::Api api = v1::API_COMPLETIONS;
-  // The request's "model"; empty: the first id the probe lists.
+  // The request's "model"; empty: the first id GET /v1/models lists.
   std::string model;
   // C: requests in flight at most. > 0.
   int concurrency = 1;

@@ -58,6 +58,24 @@ int ClosedPort() {
   return ntohs(addr.sin_port);
 }
 
+// Real P/D proxies serve no /v1/models (vLLM's toy_proxy_server.py): with
+// the model named, the runner asks for nothing but the generation route.
+TEST(LoadRunnerTest, NamedModelNeedsNoModelsRoute) {
+  FakeServer server;
+  LoadOptions options = Options(server, 2);
+  options.model = "/models/moe";
+  auto runner = LoadRunner::Create(options);
+  ASSERT_THAT(runner, IsOk());
+  MemorySink sink;
+  absl::StatusOr<LoadSummary> s = (*runner)->Run(Prompts(3, 8, 2), {}, sink);
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->completed, 3);
+  EXPECT_EQ(s->model, "/models/moe");
+  EXPECT_EQ(server.model_lookups(), 0);
+  EXPECT_THAT(server.bodies(), Each(AllOf(HasSubstr("\"model\":\"/models/moe\""),
+                                          HasSubstr("\"user\":\"exp-7/formal\""))));
+}
+
 TEST(LoadRunnerTest, StreamsExactLengthsWithOrderedTimestamps) {
   FakeServer server;
   server.set_cached_tokens(3);

@@ -48,7 +48,8 @@ std::string RequestPath(const Endpoint& endpoint, v1::Api api) {
 
 std::string JsonQuote(absl::string_view s) { return servelab::JsonQuote(s); }
 
-std::string RenderBody(v1::Api api, absl::string_view model, const Prompt& prompt) {
+std::string RenderBody(v1::Api api, absl::string_view model, const Prompt& prompt,
+                       absl::string_view load_tag) {
   std::string body;
   body.reserve(prompt.token_ids.size() * 7 + prompt.text.size() + 256);
   absl::StrAppend(&body, "{\"model\":", JsonQuote(model));
@@ -68,6 +69,7 @@ std::string RenderBody(v1::Api api, absl::string_view model, const Prompt& promp
     }
     body.push_back(']');
   }
+  if (!load_tag.empty()) absl::StrAppend(&body, ",\"user\":", JsonQuote(load_tag));
   absl::StrAppend(&body, ",\"max_tokens\":", prompt.output_tokens,
                   ",\"min_tokens\":", prompt.output_tokens,
                   ",\"ignore_eos\":true,\"stream\":true,"
@@ -78,7 +80,7 @@ std::string RenderBody(v1::Api api, absl::string_view model, const Prompt& promp
 std::string RenderHttpRequest(const Endpoint& endpoint, v1::Api api, absl::string_view model,
                               const Prompt& prompt, absl::string_view load_tag,
                               absl::string_view request_id) {
-  std::string body = RenderBody(api, model, prompt);
+  std::string body = RenderBody(api, model, prompt, load_tag);
   std::string head = absl::StrCat("POST ", RequestPath(endpoint, api), " HTTP/1.1\r\nHost: ",
                                   endpoint.authority(),
                                   "\r\nContent-Type: application/json\r\n"

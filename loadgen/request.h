@@ -41,7 +41,12 @@ absl::StatusOr<Endpoint> ParseEndpoint(absl::string_view url);
 // "/v1/completions" or "/v1/chat/completions" under the base path.
 std::string RequestPath(const Endpoint& endpoint, v1::Api api);
 
-std::string RenderBody(v1::Api api, absl::string_view model, const Prompt& prompt);
+// `load_tag`, when not empty, also goes in the body's OpenAI `user` field:
+// real P/D proxies drop client headers (vLLM's toy_proxy_server.py forwards
+// only its own X-Request-Id) but forward the body, so a server can still
+// tell which load a request belongs to.
+std::string RenderBody(v1::Api api, absl::string_view model, const Prompt& prompt,
+                       absl::string_view load_tag = "");
 
 // The complete HTTP/1.1 keep-alive request (head and body). `load_tag`, when
 // not empty, goes in the x-servelab-load header; `request_id`, when not

@@ -52,13 +52,17 @@ TEST(RenderTest, HttpRequestHasHeadersAndLength) {
   Prompt p;
   p.token_ids = {1};
   p.output_tokens = 1;
-  std::string body = RenderBody(v1::API_COMPLETIONS, "m", p);
+  std::string body = RenderBody(v1::API_COMPLETIONS, "m", p, "tag-1");
   std::string wire = RenderHttpRequest(ep, v1::API_COMPLETIONS, "m", p, "tag-1");
+  // The tag also travels in the body, which proxies forward.
+  EXPECT_THAT(body, HasSubstr(R"("user":"tag-1")"));
   EXPECT_THAT(wire, StartsWith("POST /v1/completions HTTP/1.1\r\nHost: h:1\r\n"));
   EXPECT_THAT(wire, HasSubstr("x-servelab-load: tag-1\r\n"));
   EXPECT_THAT(wire, HasSubstr("Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
   EXPECT_THAT(RenderHttpRequest(ep, v1::API_COMPLETIONS, "m", p, ""),
               ::testing::Not(HasSubstr("x-servelab-load")));
+  EXPECT_THAT(RenderHttpRequest(ep, v1::API_COMPLETIONS, "m", p, ""),
+              ::testing::Not(HasSubstr("\"user\"")));
 }
 
 }  // namespace

@@ -46,7 +46,8 @@ struct StreamChunk {
   bool has_usage = false;
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
-  int32_t cached_tokens = 0;
+  // usage.prompt_tokens_details.cached_tokens; -1 when absent (not reported).
+  int32_t cached_tokens = -1;
   // Non-empty for an error object, or when the chunk is not valid JSON.
   std::string error;
 };

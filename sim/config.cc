@@ -140,6 +140,8 @@ absl::StatusOr<SimConfig> ParseSimConfig(const std::string& text, const std::str
         if (!s.ok()) return s;
       } else if (key == "model") {
         config.model = kv.second.as<std::string>();
+      } else if (key == "kv_lease_seconds") {
+        config.kv_lease_seconds = kv.second.as<double>();
       } else if (key == "enable_prefix_caching") {
         config.enable_prefix_caching = kv.second.as<bool>();
       } else if (auto it = fields.find(key); it != fields.end()) {
@@ -177,6 +179,9 @@ absl::Status ValidateSimConfig(const SimConfig& c) {
                    c.prefill_batch_slowdown, c.decode_base_seconds, c.decode_seconds_per_seq,
                    c.kv_transfer_overhead_seconds, c.kv_transfer_seconds_per_token}) {
     if (d < 0) return absl::InvalidArgumentError("durations and costs must be >= 0");
+  }
+  if (c.kv_lease_seconds.has_value() && *c.kv_lease_seconds < 0) {
+    return absl::InvalidArgumentError("kv_lease_seconds must be >= 0");
   }
   if (!InUnit(c.jitter) || !InUnit(c.eos_probability)) {
     return absl::InvalidArgumentError("jitter and eos_probability must be in [0, 1]");

@@ -10,6 +10,7 @@
 #define SERVELAB_SIM_CONFIG_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -78,6 +79,12 @@ struct SimConfig {
   // overhead + per_token * tokens not already in D's prefix cache.
   double kv_transfer_overhead_seconds = 0.002;
   double kv_transfer_seconds_per_token = 0.000002;
+  // P/D: on the prefill side, a request served with
+  // kv_transfer_params.do_remote_decode keeps its KV blocks in use this long
+  // after its answer, while the decode side pulls them (NIXL's lease; SGLang's
+  // prefill inflight queue). Unset = the --compat profile's default
+  // (DefaultKvLeaseSeconds: 0 for sim, 0.2 otherwise).
+  std::optional<double> kv_lease_seconds;
   // Per-request multiplicative jitter on all durations: factor drawn uniformly
   // from [1 - jitter, 1 + jitter] at arrival with the seeded generator.
   double jitter = 0;

@@ -33,6 +33,17 @@ TEST(ConfigTest, ReadsModelAndFaults) {
   EXPECT_EQ(c->faults.exit_after_requests, 3);
 }
 
+TEST(ConfigTest, KvLeaseSecondsIsUnsetUnlessGiven) {
+  absl::StatusOr<SimConfig> c = ParseSimConfig("", "t.yaml");
+  ASSERT_THAT(c, IsOk());
+  EXPECT_FALSE(c->kv_lease_seconds.has_value());
+  c = ParseSimConfig("kv_lease_seconds: 0.5\n", "t.yaml");
+  ASSERT_THAT(c, IsOk());
+  EXPECT_DOUBLE_EQ(c->kv_lease_seconds.value_or(-1), 0.5);
+  EXPECT_THAT(ParseSimConfig("kv_lease_seconds: -1\n", "t.yaml"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("kv_lease_seconds")));
+}
+
 TEST(ConfigTest, UnknownKeyIsAnErrorNamingIt) {
   EXPECT_THAT(ParseSimConfig("max_num_seq: 8\n", "t.yaml"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_num_seq")));

@@ -27,11 +27,14 @@ int64_t BlocksFor(int64_t tokens, int64_t block_size) {
 
 }  // namespace
 
-Engine::Engine(const SimConfig& config, Role role, uint64_t seed, double time_scale)
+Engine::Engine(const SimConfig& config, Role role, uint64_t seed, double time_scale,
+               CompatOptions compat)
     : config_(config),
       role_(role),
       time_scale_(time_scale),
       cost_(config_),
+      compat_(compat),
+      kv_lease_(Scaled(config.kv_lease_seconds.value_or(DefaultKvLeaseSeconds(compat.compat)))),
       rng_(seed),
       faults_(config.faults),
       ready_at_(SteadyClock::now()),
@@ -128,7 +131,38 @@ bool Engine::CanAdmit(const RequestState& r) const {
   int64_t need = BlocksFor(static_cast<int64_t>(r.request.prompt_tokens.size()) + r.output_tokens,
                            config_.block_size);
   // A request larger than the whole KV cache still runs alone rather than never.
-  return running_ == 0 || reserved_blocks_ + need <= config_.num_gpu_blocks;
+  return (running_ == 0 && leases_.empty()) ||
+         reserved_blocks_ + leased_blocks_ + need <= config_.num_gpu_blocks;
+}
+
+void Engine::AdmitWaiters(std::vector<std::function<void()>>& wakes) {
+  while (!waiting_.empty() && CanAdmit(*waiting_.front().request)) {
+    Admit(*waiting_.front().request);
+    wakes.push_back(std::move(waiting_.front().wake));
+    waiting_.pop_front();
+  }
+}
+
+void Engine::DropExpiredLeases(SteadyClock::time_point now) {
+  while (!leases_.empty() && leases_.front().expires <= now) {
+    leased_blocks_ -= leases_.front().blocks;
+    leases_.pop_front();
+  }
+}
+
+void Engine::ExpireLeases() {
+  std::vector<std::function<void()>> wakes;
+  {
+    absl::MutexLock lock(&mu_);
+    DropExpiredLeases(SteadyClock::now());
+    AdmitWaiters(wakes);
+  }
+  for (auto& wake : wakes) wake();
+}
+
+double Engine::KvUsage() const {
+  return std::min(1.0, static_cast<double>(reserved_blocks_ + leased_blocks_) /
+                           static_cast<double>(config_.num_gpu_blocks));
 }
 
 void Engine::Admit(RequestState& r) {
@@ -165,6 +199,8 @@ std::chrono::nanoseconds Engine::StartPrefill(RequestState& r) {
     // not already hold, then runs one decode step for the first token.
     int64_t transferred = prompt_len - r.cached_tokens;
     kv_transfer_tokens_ += transferred;
+    r.in_kv_transfer = true;
+    ++kv_transfers_;
     seconds = cost_.KvTransferSeconds(transferred) + cost_.DecodeStepSeconds(running_);
   } else {
     seconds = cost_.PrefillSeconds(prompt_len - r.cached_tokens, prefilling_);
@@ -178,6 +214,10 @@ std::chrono::nanoseconds Engine::StartPrefill(RequestState& r) {
 void Engine::EndPrefill(RequestState& r) {
   absl::MutexLock lock(&mu_);
   --prefilling_;
+  if (r.in_kv_transfer) {
+    r.in_kv_transfer = false;
+    --kv_transfers_;
+  }
   if (config_.enable_prefix_caching) cache_.Insert(r.request.prompt_tokens);
 }
 
@@ -200,23 +240,32 @@ void Engine::OnToken(RequestState& r) {
   if (role_ != Role::kRouter) ++generation_tokens_;
 }
 
-void Engine::Finish(RequestState& r, Outcome outcome, int http_status) {
+std::chrono::nanoseconds Engine::Finish(RequestState& r, Outcome outcome, int http_status) {
   SteadyClock::time_point now = SteadyClock::now();
   std::vector<std::function<void()>> wakes;
+  std::chrono::nanoseconds lease{0};
   bool exit_now = false;
   int exit_code = 0;
   {
     absl::MutexLock lock(&mu_);
     --in_flight_;
+    if (r.in_kv_transfer) {
+      r.in_kv_transfer = false;
+      --kv_transfers_;
+    }
     if (r.admitted) {
       --running_;
       reserved_blocks_ -= r.reserved_blocks;
       r.admitted = false;
-      while (!waiting_.empty() && CanAdmit(*waiting_.front().request)) {
-        Admit(*waiting_.front().request);
-        wakes.push_back(std::move(waiting_.front().wake));
-        waiting_.pop_front();
+      DropExpiredLeases(now);
+      if (role_ == Role::kPrefill && r.request.remote_decode && outcome == Outcome::kSuccess &&
+          kv_lease_.count() > 0) {
+        // The blocks stay in use until the decode side has pulled them.
+        lease = kv_lease_;
+        leases_.push_back(Lease{now + lease, r.reserved_blocks});
+        leased_blocks_ += r.reserved_blocks;
       }
+      AdmitWaiters(wakes);
     } else {
       // Finished before admission (error fault, or the client went away while queued).
       std::erase_if(waiting_, [&](const Waiter& w) { return w.request == &r; });
@@ -261,11 +310,21 @@ void Engine::Finish(RequestState& r, Outcome outcome, int http_status) {
     spdlog::shutdown();
     std::_Exit(exit_code);
   }
+  return lease;
 }
 
-void Engine::ResetPrefixCache() {
+bool Engine::ResetPrefixCache() {
   absl::MutexLock lock(&mu_);
+  if (compat_.compat != Compat::kSim) {
+    // vllm/v1/core/block_pool.py reset_prefix_cache: "Failed to reset prefix
+    // cache because some blocks (%d) are not freed yet" -> False; SGLang's
+    // Scheduler.flush_cache (python/sglang/srt/managers/scheduler.py) only
+    // flushes when fully idle, the disaggregation queues included.
+    DropExpiredLeases(SteadyClock::now());
+    if (running_ > 0 || !waiting_.empty() || !leases_.empty()) return false;
+  }
   cache_.Clear();
+  return true;
 }
 
 absl::StatusOr<FaultEffects> Engine::ApplyFaults(const JsonValue& body) {
@@ -293,30 +352,55 @@ std::string Engine::FaultsJson() const {
 std::string Engine::Labels() const { return absl::StrCat("model_name=\"", config_.model, "\",engine=\"0\""); }
 
 std::string Engine::RenderMetrics() const {
-  std::string labels = Labels();
   std::string out;
   out.reserve(8192);
   absl::MutexLock lock(&mu_);
-  auto gauge = [&](absl::string_view name, absl::string_view help, double v) {
-    RenderHeader(name, "gauge", help, out);
-    RenderSample(name, labels, v, out);
-  };
-  auto counter = [&](const std::string& name, absl::string_view help, double v) {
-    RenderHeader(name, "counter", help, out);
-    RenderSample(absl::StrCat(name, "_total"), labels, v, out);
-  };
-  gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
-        static_cast<double>(role_ == Role::kRouter ? in_flight_ : running_));
-  gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
-        static_cast<double>(waiting_.size()));
-  gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
-        std::min(1.0, static_cast<double>(reserved_blocks_) / config_.num_gpu_blocks));
-  counter("vllm:prompt_tokens", "Number of prefill tokens processed.", prompt_tokens_);
-  counter("vllm:generation_tokens", "Number of generation tokens processed.", generation_tokens_);
-  counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
-          cache_queries_);
-  counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
-          cache_hits_);
+  if (compat_.compat == Compat::kSglang) {
+    RenderSglangMetrics(out);
+  } else {
+    RenderVllmMetrics(out);
+  }
+  return out;
+}
+
+namespace {
+
+// Prometheus text for one gauge / one counter family (counter samples end
+// in _total, as prometheus_client writes them).
+void Gauge(absl::string_view name, absl::string_view help, absl::string_view labels, double v,
+           std::string& out) {
+  RenderHeader(name, "gauge", help, out);
+  RenderSample(name, labels, v, out);
+}
+void Counter(absl::string_view name, absl::string_view help, absl::string_view labels, double v,
+             std::string& out) {
+  RenderHeader(name, "counter", help, out);
+  RenderSample(absl::StrCat(name, "_total"), labels, v, out);
+}
+
+}  // namespace
+
+void Engine::RenderVllmMetrics(std::string& out) const {
+  // Names and help texts as vllm/v1/metrics/loggers.py spells them.
+  std::string labels = Labels();
+  // vllm/v1/core/sched/scheduler.py parks a request whose KV is still being
+  // pulled (WAITING_FOR_REMOTE_KVS) in the waiting queue, its blocks already
+  // allocated; the sim profile counts it as running, as it always has.
+  const int64_t pulling = IsVllmFamily(compat_.compat) ? kv_transfers_ : 0;
+  Gauge("vllm:num_requests_running", "Number of requests in model execution batches.", labels,
+        static_cast<double>(role_ == Role::kRouter ? in_flight_ : running_ - pulling), out);
+  Gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", labels,
+        static_cast<double>(static_cast<int64_t>(waiting_.size()) + pulling), out);
+  Gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", labels, KvUsage(),
+        out);
+  Counter("vllm:prompt_tokens", "Number of prefill tokens processed.", labels, prompt_tokens_, out);
+  Counter("vllm:generation_tokens", "Number of generation tokens processed.", labels,
+          generation_tokens_, out);
+  Counter("vllm:prefix_cache_queries",
+          "Prefix cache queries, in terms of number of queried tokens.", labels, cache_queries_,
+          out);
+  Counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+          labels, cache_hits_, out);
   RenderHeader("vllm:request_success", "counter", "Count of successfully processed requests.", out);
   RenderSample("vllm:request_success_total", absl::StrCat(labels, ",finished_reason=\"length\""),
                success_length_, out);
@@ -330,11 +414,85 @@ std::string Engine::RenderMetrics() const {
               labels, out);
   queue_.Render("vllm:request_queue_time_seconds",
                 "Histogram of time spent in WAITING phase for request.", labels, out);
-  // servelab extras (not in vLLM): raw arrivals, failures, KV transfer, witness.
+  RenderServelabMetrics(labels, out);
+}
+
+void Engine::RenderSglangMetrics(std::string& out) const {
+  // Names and help texts as python/sglang/srt/metrics/collector.py spells
+  // them (SchedulerMetricsCollector and TokenizerMetricsCollector); the
+  // histogram buckets are the sim's (vLLM's), not SGLang's.
+  const char* engine_type = role_ == Role::kPrefill  ? "prefill"
+                            : role_ == Role::kDecode ? "decode"
+                                                     : "unified";
+  std::string labels = absl::StrCat("model_name=", JsonQuote(config_.model), ",engine_type=\"",
+                                    engine_type, "\",tp_rank=\"0\",pp_rank=\"0\"");
+  // In SGLang's decode mode a request waits in the prealloc queue and then
+  // the transfer queue before it joins the waiting queue / running batch
+  // (python/sglang/srt/disaggregation/decode.py), so those are not counted
+  // as queued or running here.
+  int64_t prealloc = 0;
+  for (const Waiter& w : waiting_) prealloc += w.request->request.kv_transferred ? 1 : 0;
+  const bool decode = role_ == Role::kDecode;
+  const int64_t running =
+      role_ == Role::kRouter ? in_flight_ : running_ - (decode ? kv_transfers_ : 0);
+  const int64_t queued = static_cast<int64_t>(waiting_.size()) - (decode ? prealloc : 0);
+  const int64_t used_blocks = reserved_blocks_ + leased_blocks_;
+  Gauge("sglang:num_running_reqs", "The number of running requests.", labels,
+        static_cast<double>(running), out);
+  Gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", labels,
+        static_cast<double>(queued), out);
+  Gauge("sglang:num_used_tokens", "The number of used tokens.", labels,
+        static_cast<double>(used_blocks * config_.block_size), out);
+  Gauge("sglang:token_usage", "The token usage.", labels, KvUsage(), out);
+  Gauge("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.",
+        labels, static_cast<double>(config_.num_gpu_blocks * config_.block_size), out);
+  Gauge("sglang:cache_hit_rate", "The prefix cache hit rate.", labels,
+        cache_queries_ == 0
+            ? 0.0
+            : static_cast<double>(cache_hits_) / static_cast<double>(cache_queries_),
+        out);
+  // P/D queues. The sim's bootstrap handshake is instantaneous, so the
+  // prefill prealloc (bootstrap) queue is always empty; the prefill inflight
+  // queue holds the leases (prefill done, KV not yet taken by decode).
+  Gauge("sglang:num_prefill_prealloc_queue_reqs",
+        "The number of requests in the prefill prealloc queue.", labels, 0, out);
+  Gauge("sglang:num_prefill_inflight_queue_reqs",
+        "The number of requests in the prefill inflight queue.", labels,
+        static_cast<double>(leases_.size()), out);
+  Gauge("sglang:num_decode_prealloc_queue_reqs",
+        "The number of requests in the decode prealloc queue.", labels,
+        static_cast<double>(decode ? prealloc : 0), out);
+  Gauge("sglang:num_decode_transfer_queue_reqs",
+        "The number of requests in the decode transfer queue.", labels,
+        static_cast<double>(decode ? kv_transfers_ : 0), out);
+  Counter("sglang:prompt_tokens", "Number of prefill tokens processed.", labels, prompt_tokens_,
+          out);
+  Counter("sglang:generation_tokens", "Number of generation tokens processed.", labels,
+          generation_tokens_, out);
+  Counter("sglang:cached_tokens", "Number of cached prompt tokens.", labels, cache_hits_, out);
+  Counter("sglang:num_requests", "Number of requests processed.", labels, finished_, out);
+  auto aborted = failed_.find("aborted");
+  Counter("sglang:num_aborted_requests", "Number of requests aborted.", labels,
+          aborted == failed_.end() ? 0 : aborted->second, out);
+  ttft_.Render("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+               labels, out);
+  itl_.Render("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+              labels, out);
+  e2e_.Render("sglang:e2e_request_latency_seconds",
+              "Histogram of End-to-end request latency in seconds", labels, out);
+  queue_.Render("sglang:queue_time_seconds", "Histogram of queueing time in seconds.", labels, out);
+  RenderServelabMetrics(labels, out);
+}
+
+void Engine::RenderServelabMetrics(const std::string& labels, std::string& out) const {
+  // servelab extras (in no engine): raw arrivals, failures, KV transfer, witness.
   RenderHeader("servelab_sim_info", "gauge", "Role and model of this sim instance.", out);
-  RenderSample("servelab_sim_info", absl::StrCat(labels, ",role=\"", RoleName(role_), "\""), 1, out);
-  counter("servelab_sim_requests_received", "Generation requests received (valid ones).",
-          received_);
+  RenderSample("servelab_sim_info",
+               absl::StrCat(labels, ",role=\"", RoleName(role_), "\",compat=\"",
+                            CompatName(compat_.compat), "\""),
+               1, out);
+  Counter("servelab_sim_requests_received", "Generation requests received (valid ones).", labels,
+          received_, out);
   RenderHeader("servelab_sim_requests_failed", "counter", "Requests that did not succeed, by outcome.",
                out);
   for (const char* o : {"error", "dropped", "aborted"}) {
@@ -343,8 +501,10 @@ std::string Engine::RenderMetrics() const {
                  absl::StrCat(labels, ",outcome=\"", o, "\""),
                  it == failed_.end() ? 0 : it->second, out);
   }
-  counter("servelab_sim_kv_transfer_tokens", "Prompt tokens received by KV transfer.",
-          kv_transfer_tokens_);
+  Counter("servelab_sim_kv_transfer_tokens", "Prompt tokens received by KV transfer.", labels,
+          kv_transfer_tokens_, out);
+  Gauge("servelab_sim_kv_leases", "Remote-decode requests whose KV blocks are still leased.",
+        labels, static_cast<double>(leases_.size()), out);
   RenderHeader("servelab_sim_load_first_arrival_timestamp_seconds", "gauge",
                "Unix time of the first request carrying x-servelab-load.", out);
   for (const auto& [tag, w] : loads_) {
@@ -362,7 +522,6 @@ std::string Engine::RenderMetrics() const {
     RenderSample("servelab_sim_load_in_flight", absl::StrCat("load=", JsonQuote(tag)),
                  w.in_flight, out);
   }
-  return out;
 }
 
 std::string Engine::DebugRequestsJson() const {

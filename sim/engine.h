@@ -10,8 +10,15 @@
 //   if (!engine.TryAdmit(*r, wake)) { ...wait until wake() runs... }
 //   wait(engine.StartPrefill(*r)); engine.EndPrefill(*r);
 //   for each token: (i > 0: wait(engine.DecodeStep(*r))) engine.OnToken(*r);
-//   engine.Finish(*r, outcome, http_status);
+//   lease = engine.Finish(*r, outcome, http_status);
+//   if (lease > 0) { ...after lease: engine.ExpireLeases()... }
 // The router role only calls Arrive / OnToken / Finish.
+//
+// KV lease: on a prefill instance, a successful request with
+// kv_transfer_params.do_remote_decode keeps its blocks in use for
+// kv_lease_seconds after it finished (the decode side is pulling them), so
+// KV usage stays > 0, admission counts them and a vLLM/SGLang-style prefix
+// cache reset is refused until the lease ends.
 //
 // Determinism: every random draw happens in Arrive, a fixed number per
 // request, from one generator seeded with --seed, so a seed and an arrival
@@ -30,10 +37,12 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "sim/compat.h"
 #include "sim/config.h"
 #include "sim/cost_model.h"
 #include "sim/metrics.h"
@@ -68,6 +77,7 @@ struct RequestState {
   int64_t generated = 0;
   int64_t reserved_blocks = 0;
   bool admitted = false;
+  bool in_kv_transfer = false;  // decode side, between StartPrefill and EndPrefill
   SteadyClock::time_point arrival;
   SteadyClock::time_point admitted_at;
   SteadyClock::time_point last_token;
@@ -82,12 +92,16 @@ struct FaultEffects {
 
 class Engine {
  public:
-  Engine(const SimConfig& config, Role role, uint64_t seed, double time_scale);
+  // `compat` selects the metric names and the reset rule; the sim profile
+  // by default.
+  Engine(const SimConfig& config, Role role, uint64_t seed, double time_scale,
+         CompatOptions compat = {});
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
   const SimConfig& config() const { return config_; }
   Role role() const { return role_; }
+  const CompatOptions& compat() const { return compat_; }
   // A modelled duration scaled by --time-scale (and `jitter`).
   std::chrono::nanoseconds Scaled(double modelled_seconds, double jitter = 1.0) const;
 
@@ -110,9 +124,16 @@ class Engine {
   void OnToken(RequestState& r);
   // Ends the request, frees its slot, records it. May exit the process when
   // faults.exit_after_requests is reached (after the response was written).
-  void Finish(RequestState& r, Outcome outcome, int http_status);
+  // Returns the (scaled) KV lease the request left behind, 0 if none: the
+  // caller runs ExpireLeases() once it has passed.
+  std::chrono::nanoseconds Finish(RequestState& r, Outcome outcome, int http_status);
+  // Ends the leases whose time has passed and admits waiters they blocked.
+  void ExpireLeases();
 
-  void ResetPrefixCache();
+  // Clears the prefix cache. The sim profile always does; the others refuse
+  // (false, nothing evicted) while any KV block is in use: running or
+  // waiting requests, or a lease.
+  bool ResetPrefixCache();
   absl::StatusOr<FaultEffects> ApplyFaults(const JsonValue& body);
   std::string FaultsJson() const;
 
@@ -145,15 +166,30 @@ class Engine {
   };
 
   double Uniform() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  struct Lease {
+    SteadyClock::time_point expires;
+    int64_t blocks;
+  };
+
   bool CanAdmit(const RequestState& r) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Admit(RequestState& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Admits waiters from the front while they fit; collects their wakes.
+  void AdmitWaiters(std::vector<std::function<void()>>& wakes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DropExpiredLeases(SteadyClock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  double KvUsage() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string Labels() const;
+  void RenderVllmMetrics(std::string& out) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RenderSglangMetrics(std::string& out) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RenderServelabMetrics(const std::string& labels, std::string& out) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.
   const SimConfig config_;
   const Role role_;
   const double time_scale_;
   const CostModel cost_;
+  const CompatOptions compat_;
+  const std::chrono::nanoseconds kv_lease_;  // scaled
 
   mutable absl::Mutex mu_;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
@@ -166,6 +202,10 @@ class Engine {
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // arrived, not finished
   int64_t prefilling_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t reserved_blocks_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t kv_transfers_ ABSL_GUARDED_BY(mu_) = 0;  // requests in_kv_transfer
+  // Leases in expiry order (all have the same duration).
+  std::deque<Lease> leases_ ABSL_GUARDED_BY(mu_);
+  int64_t leased_blocks_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t prefills_started_ ABSL_GUARDED_BY(mu_) = 0;  // for the cold start
   int64_t finished_ ABSL_GUARDED_BY(mu_) = 0;
   // Counters (vLLM names in RenderMetrics).

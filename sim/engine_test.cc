@@ -37,6 +37,37 @@ TEST(EngineTest, AdmitsUpToMaxNumSeqsThenQueuesInOrder) {
               HasSubstr("vllm:request_success_total{model_name=\"servelab-sim\",engine=\"0\",finished_reason=\"length\"} 2"));
 }
 
+TEST(EngineTest, RemoteDecodeLeaseHoldsBlocksAndBlocksTheReset) {
+  SimConfig c;
+  c.num_gpu_blocks = 4;
+  c.block_size = 4;
+  c.kv_lease_seconds = 3600;  // never ends within the test
+  Engine engine(c, Role::kPrefill, 1, 1.0, CompatOptions{Compat::kVllm});
+  GenerationRequest q = Request(8, 1);  // 9 tokens: 3 of the 4 blocks
+  q.remote_decode = true;
+  auto a = engine.Arrive(q, {});
+  ASSERT_TRUE(engine.TryAdmit(*a, [] {}));
+  EXPECT_EQ(engine.Finish(*a, Outcome::kSuccess, 200), std::chrono::seconds(3600));
+  EXPECT_THAT(engine.RenderMetrics(),
+              HasSubstr("vllm:kv_cache_usage_perc{model_name=\"servelab-sim\",engine=\"0\"} 0.75"));
+  EXPECT_FALSE(engine.ResetPrefixCache());
+  // The leased blocks count for admission: this one must wait.
+  auto b = engine.Arrive(Request(8, 1), {});
+  EXPECT_FALSE(engine.TryAdmit(*b, [] {}));
+  engine.ExpireLeases();  // not expired yet: still waiting
+  EXPECT_FALSE(b->admitted);
+  engine.Finish(*b, Outcome::kAborted, 0);
+  // Without remote decode (or in the sim profile) there is no lease.
+  auto u = engine.Arrive(Request(1, 1), {});
+  ASSERT_TRUE(engine.TryAdmit(*u, [] {}));  // 1 block: fits beside the lease
+  EXPECT_EQ(engine.Finish(*u, Outcome::kSuccess, 200), std::chrono::nanoseconds(0));
+  Engine sim(c, Role::kPrefill, 1, 1.0);
+  auto s = sim.Arrive(q, {});
+  ASSERT_TRUE(sim.TryAdmit(*s, [] {}));
+  EXPECT_GT(sim.Finish(*s, Outcome::kSuccess, 200).count(), 0);  // config sets it explicitly
+  EXPECT_TRUE(sim.ResetPrefixCache());                           // the sim profile always resets
+}
+
 TEST(EngineTest, RepeatedPromptHitsPrefixCacheUntilReset) {
   SimConfig c;
   c.block_size = 4;

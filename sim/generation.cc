@@ -44,17 +44,40 @@ void AppendTokenChunk(const ChunkFormat& f, absl::string_view text, const char* 
                   finish == nullptr ? "null" : absl::StrCat("\"", finish, "\""), "}]}\n\n");
 }
 
-std::string UsageJson(const RequestState& r) {
+std::string UsageJson(const RequestState& r, const CompatOptions& compat, bool streaming) {
   int64_t prompt = static_cast<int64_t>(r.request.prompt_tokens.size());
   int64_t cached = r.request.kv_transferred && r.request.remote_cached_tokens >= 0
                        ? r.request.remote_cached_tokens
                        : r.cached_tokens;
+  std::string details;
+  if (r.request.always_report_cached_tokens || ReportsCachedTokens(compat, cached)) {
+    details = absl::StrCat(",\"prompt_tokens_details\":{\"cached_tokens\":", cached, "}");
+  } else if (!streaming && NullPromptTokensDetails(compat)) {
+    details = ",\"prompt_tokens_details\":null";
+  }
   return absl::StrCat("{\"prompt_tokens\":", prompt, ",\"total_tokens\":", prompt + r.generated,
-                      ",\"completion_tokens\":", r.generated,
-                      ",\"prompt_tokens_details\":{\"cached_tokens\":", cached, "}}");
+                      ",\"completion_tokens\":", r.generated, details, "}");
 }
 
-std::string FullResponse(const RequestState& r, const std::string& model, const std::string& text) {
+// What a vLLM prefill instance returns for a remote-decode request
+// (vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py
+// request_finished): the handle the proxy passes to the decode side.
+// remote_cached_tokens is the sim's own addition (the decode side reports it
+// as the client's cached_tokens).
+std::string KvTransferParamsJson(const RequestState& r, int port) {
+  std::string blocks;
+  for (int64_t i = 0; i < r.reserved_blocks; ++i) absl::StrAppend(&blocks, i ? "," : "", i);
+  return absl::StrCat(
+      ",\"kv_transfer_params\":{\"do_remote_prefill\":true,\"do_remote_decode\":false,"
+      "\"remote_block_ids\":[",
+      blocks, "],\"remote_engine_id\":\"servelab-sim-", port,
+      "\",\"remote_host\":\"127.0.0.1\",\"remote_port\":", port,
+      ",\"tp_size\":1,\"remote_cached_tokens\":", r.cached_tokens, "}");
+}
+
+std::string FullResponse(const RequestState& r, const Engine& engine, const std::string& text,
+                         int port) {
+  const std::string& model = engine.config().model;
   bool chat = r.request.kind == ApiKind::kChat;
   std::string choice =
       chat ? absl::StrCat("{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":",
@@ -66,7 +89,12 @@ std::string FullResponse(const RequestState& r, const std::string& model, const 
                       chat ? "chat.completion" : "text_completion",
                       "\",\"created\":", static_cast<int64_t>(std::time(nullptr)),
                       ",\"model\":", JsonQuote(model), ",\"choices\":[", choice,
-                      "],\"usage\":", UsageJson(r), "}");
+                      "],\"usage\":", UsageJson(r, engine.compat(), false),
+                      IsVllmFamily(engine.compat().compat) && engine.role() == Role::kPrefill &&
+                              r.request.remote_decode
+                          ? KvTransferParamsJson(r, port)
+                          : std::string(),
+                      "}");
 }
 
 // Waits until a slot is free. The wake callback may run on any thread, so it
@@ -88,6 +116,12 @@ asio::awaitable<void> WaitForAdmission(Engine& engine, RequestState& r) {
     boost::system::error_code ec;
     co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
+}
+
+int LocalPort(ClientConn& conn) {
+  boost::system::error_code ec;
+  tcp::endpoint local = conn.socket().local_endpoint(ec);
+  return ec ? 0 : local.port();
 }
 
 asio::awaitable<void> SleepUntil(asio::steady_timer& timer, SteadyClock::time_point when) {
@@ -184,15 +218,24 @@ asio::awaitable<bool> ServeGeneration(ClientConn& conn, Engine& engine, Generati
   bool ok;
   if (q.stream) {
     if (q.include_usage) {
-      absl::StrAppend(&pending, "data: ", format.envelope, ",\"choices\":[],\"usage\":",
-                      UsageJson(state), "}\n\n");
+      absl::StrAppend(&pending, "data: ", format.envelope,
+                      ",\"choices\":[],\"usage\":", UsageJson(state, engine.compat(), true),
+                      "}\n\n");
     }
     pending += "data: [DONE]\n\n";
     ok = co_await conn.EndChunked(pending);
   } else {
-    ok = co_await conn.WriteJson(200, FullResponse(state, model, full_text), keep_alive);
+    ok = co_await conn.WriteJson(200, FullResponse(state, engine, full_text, LocalPort(conn)),
+                                 keep_alive);
   }
-  engine.Finish(*r, ok ? Outcome::kSuccess : Outcome::kAborted, 200);
+  std::chrono::nanoseconds lease =
+      engine.Finish(*r, ok ? Outcome::kSuccess : Outcome::kAborted, 200);
+  if (lease.count() > 0) {
+    // The lease ends on its own: nothing else may happen on this instance
+    // to notice it, and waiters it blocks must be woken.
+    auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor, lease);
+    timer->async_wait([timer, &engine](boost::system::error_code) { engine.ExpireLeases(); });
+  }
   co_return ok;
 }
 

@@ -9,7 +9,9 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "sim/compat.h"
 #include "sim/config.h"
 #include "sim/engine.h"
 #include "sim/log.h"
@@ -34,8 +36,10 @@ bool WritePortFile(const std::string& path, int port) {
 int main(int argc, char** argv) {
   using namespace servelab::sim;
   CLI::App app{"servelab-sim: a simulated vLLM-compatible prefill/decode/router instance"};
-  std::string role_name = "unified", host = "127.0.0.1", port_file, config_path, prefill_url,
-              decode_url, model, log_level = "info";
+  std::string role_name = "unified", host = "127.0.0.1", port_file, config_path, model,
+              log_level = "info", compat_name = "sim";
+  std::vector<std::string> prefill_urls, decode_urls;
+  CompatOptions compat;
   int port = 8000, threads = 2;
   double time_scale = 1.0;
   uint64_t seed = 0;
@@ -51,8 +55,18 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "I/O threads, each with its own io_context")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
-  app.add_option("--prefill-url", prefill_url, "router: prefill instance, http://127.0.0.1:PORT");
-  app.add_option("--decode-url", decode_url, "router: decode instance, http://127.0.0.1:PORT");
+  app.add_option("--prefill-url", prefill_urls,
+                 "router: prefill instance, http://127.0.0.1:PORT (repeatable)");
+  app.add_option("--decode-url", decode_urls,
+                 "router: decode instance, http://127.0.0.1:PORT (repeatable)");
+  app.add_option("--compat", compat_name,
+                 "engine whose behaviour to reproduce: sim, vllm, vllm-ascend, sglang")
+      ->capture_default_str();
+  app.add_flag("--enable-prompt-tokens-details", compat.enable_prompt_tokens_details,
+               "vllm: report usage.prompt_tokens_details.cached_tokens");
+  app.add_flag("--enable-cache-report", compat.enable_cache_report,
+               "sglang: report usage.prompt_tokens_details.cached_tokens");
+  app.add_flag("--enable-metrics", compat.enable_metrics, "sglang: serve /metrics");
   app.add_option("--model", model, "served model name (overrides the config file)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -65,6 +79,13 @@ int main(int argc, char** argv) {
     log.error("{}", std::string(role.status().message()));
     return 2;
   }
+  absl::StatusOr<Compat> parsed_compat = ParseCompat(compat_name);
+  if (!parsed_compat.ok()) {
+    log.error("{}", std::string(parsed_compat.status().message()));
+    return 2;
+  }
+  compat.compat = *parsed_compat;
+  compat.dev_mode = DevModeFromEnvironment();
   SimConfig config;
   if (!config_path.empty()) {
     absl::StatusOr<SimConfig> loaded = LoadSimConfig(config_path);
@@ -78,11 +99,12 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<Router> router;
   if (*role == Role::kRouter) {
-    if (prefill_url.empty() || decode_url.empty()) {
+    if (prefill_urls.empty() || decode_urls.empty()) {
       log.error("--role router needs --prefill-url and --decode-url");
       return 2;
     }
-    absl::StatusOr<std::unique_ptr<Router>> r = Router::Create(prefill_url, decode_url);
+    absl::StatusOr<std::unique_ptr<Router>> r =
+        Router::Create(prefill_urls, decode_urls, compat.compat);
     if (!r.ok()) {
       log.error("{}", std::string(r.status().message()));
       return 2;
@@ -90,7 +112,7 @@ int main(int argc, char** argv) {
     router = *std::move(r);
   }
 
-  Engine engine(config, *role, seed, time_scale);
+  Engine engine(config, *role, seed, time_scale, compat);
   if (*role != Role::kRouter) {
     engine.EnterLoading(config.load_time_seconds + config.faults.slow_start_seconds);
   }
@@ -117,8 +139,9 @@ int main(int argc, char** argv) {
     log.error("cannot write --port-file {}", port_file);
     return 1;
   }
-  log.info("servelab-sim role={} model={} listening on {}:{} time_scale={} seed={}",
-           RoleName(*role), config.model, host, (*server)->port(), time_scale, seed);
+  log.info("servelab-sim role={} compat={} model={} listening on {}:{} time_scale={} seed={}",
+           RoleName(*role), CompatName(compat.compat), config.model, host, (*server)->port(),
+           time_scale, seed);
 
   int received = 0;
   sigwait(&signals, &received);

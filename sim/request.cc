@@ -136,13 +136,27 @@ absl::StatusOr<GenerationRequest> ParseGenerationRequest(const JsonValue& body, 
     if (!b.ok()) return b.status();
     r.include_usage = *b;
   }
+  if (const JsonValue* user = body.Find("user"); user != nullptr && user->is_string()) {
+    r.user = user->string_value();
+  }
   if (const JsonValue* kv = body.Find("kv_transfer_params"); kv != nullptr && kv->is_object()) {
     b = OptionalBool(*kv, "do_remote_prefill", false);
     if (!b.ok()) return b.status();
     r.kv_transferred = *b;
+    b = OptionalBool(*kv, "do_remote_decode", false);
+    if (!b.ok()) return b.status();
+    r.remote_decode = *b;
     absl::StatusOr<int64_t> cached = OptionalInt(*kv, "remote_cached_tokens", -1);
     if (!cached.ok()) return cached.status();
     r.remote_cached_tokens = *cached;
+    b = OptionalBool(*kv, "servelab_report_cached_tokens", false);
+    if (!b.ok()) return b.status();
+    r.always_report_cached_tokens = *b;
+  }
+  // SGLang's prefill side knows a P/D request by its bootstrap room
+  // (python/sglang/srt/disaggregation/prefill.py); sgl-router sets it.
+  if (const JsonValue* room = body.Find("bootstrap_room"); room != nullptr && !room->is_null()) {
+    r.remote_decode = true;
   }
   return r;
 }

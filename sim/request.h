@@ -33,9 +33,20 @@ struct GenerationRequest {
   // P/D: kv_transfer_params.do_remote_prefill = true means the prompt's KV
   // comes from a prefill instance (the router sets it on the decode leg).
   bool kv_transferred = false;
+  // kv_transfer_params.do_remote_decode = true (or an SGLang bootstrap_room):
+  // this is the prefill leg of a P/D request; a decode instance will pull
+  // its KV (the engine's lease).
+  bool remote_decode = false;
   // kv_transfer_params.remote_cached_tokens: the prefill side's prefix-cache
   // hit, reported as usage cached_tokens on the decode side (-1 = none).
   int64_t remote_cached_tokens = -1;
+  // kv_transfer_params.servelab_report_cached_tokens (sim-internal, set by a
+  // vllm-ascend router): usage always carries prompt_tokens_details, because
+  // that proxy writes P's count into D's usage whatever D reported.
+  bool always_report_cached_tokens = false;
+  // The OpenAI `user` field; the overlap witness's load tag when no
+  // x-servelab-load header arrived (proxies drop client headers).
+  std::string user;
 };
 
 absl::StatusOr<GenerationRequest> ParseGenerationRequest(const JsonValue& body, ApiKind kind,

@@ -21,6 +21,20 @@ absl::StatusOr<GenerationRequest> Parse(const std::string& json, ApiKind kind = 
   return ParseGenerationRequest(*v, kind, config);
 }
 
+TEST(RequestTest, ReadsUserAndTheRemoteDecodeMarks) {
+  absl::StatusOr<GenerationRequest> r =
+      Parse(R"({"prompt": "a", "user": "tag-1", "kv_transfer_params": {"do_remote_decode": true,
+                "remote_engine_id": null}})");
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->user, "tag-1");
+  EXPECT_TRUE(r->remote_decode);
+  EXPECT_FALSE(r->kv_transferred);
+  r = Parse(R"({"prompt": "a", "user": 7, "bootstrap_room": 12})");  // a non-string user is ignored
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->user, "");
+  EXPECT_TRUE(r->remote_decode);
+}
+
 TEST(RequestTest, TextPromptIsOneTokenPerWord) {
   absl::StatusOr<GenerationRequest> r = Parse(R"({"prompt": "  the quick\tbrown\nfox ", "max_tokens": 5})");
   ASSERT_THAT(r, IsOk());

@@ -2,11 +2,12 @@
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-
+#include <cstdlib>
 #include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "sim/log.h"
 #include "sim/request.h"
@@ -39,16 +40,75 @@ absl::StatusOr<Upstream> ParseUpstreamUrl(const std::string& url) {
     return absl::InvalidArgumentError(
         absl::StrCat("upstream host '", host, "' is not loopback; the sim only talks to 127.0.0.1"));
   }
-  return Upstream{host, tcp::endpoint(ip, static_cast<unsigned short>(port))};
+  return Upstream{host, tcp::endpoint(ip, static_cast<unsigned short>(port)), url};
 }
 
-absl::StatusOr<std::unique_ptr<Router>> Router::Create(const std::string& prefill_url,
-                                                       const std::string& decode_url) {
-  absl::StatusOr<Upstream> p = ParseUpstreamUrl(prefill_url);
-  if (!p.ok()) return p.status();
-  absl::StatusOr<Upstream> d = ParseUpstreamUrl(decode_url);
-  if (!d.ok()) return d.status();
-  return std::unique_ptr<Router>(new Router(*std::move(p), *std::move(d)));
+Router::Router(std::vector<Upstream> prefill, std::vector<Upstream> decode, Compat compat)
+    : prefill_(std::move(prefill)),
+      decode_(std::move(decode)),
+      compat_(compat),
+      prefill_load_(prefill_.size(), 0.0),
+      decode_load_(decode_.size(), 0.0),
+      ids_(std::random_device{}()) {}
+
+absl::StatusOr<std::unique_ptr<Router>> Router::Create(const std::vector<std::string>& prefill_urls,
+                                                       const std::vector<std::string>& decode_urls,
+                                                       Compat compat) {
+  if (prefill_urls.empty() || decode_urls.empty()) {
+    return absl::InvalidArgumentError("the router needs at least one prefill and one decode URL");
+  }
+  std::vector<Upstream> prefill, decode;
+  for (const std::string& url : prefill_urls) {
+    absl::StatusOr<Upstream> u = ParseUpstreamUrl(url);
+    if (!u.ok()) return u.status();
+    prefill.push_back(*std::move(u));
+  }
+  for (const std::string& url : decode_urls) {
+    absl::StatusOr<Upstream> u = ParseUpstreamUrl(url);
+    if (!u.ok()) return u.status();
+    decode.push_back(*std::move(u));
+  }
+  return std::unique_ptr<Router>(new Router(std::move(prefill), std::move(decode), compat));
+}
+
+size_t Router::Pick(bool prefill, double load) {
+  absl::MutexLock lock(&mu_);
+  std::vector<double>& loads = prefill ? prefill_load_ : decode_load_;
+  size_t pick = 0;
+  if (compat_ == Compat::kVllmAscend) {
+    // load_balance_proxy_server_example.py SharedProxyScheduler: a min-heap
+    // on (priority, ordinal) -- the least loaded, the first listed on ties.
+    // P's priority is its reserved KV score, D's its active tokens.
+    for (size_t i = 1; i < loads.size(); ++i) {
+      if (loads[i] < loads[pick]) pick = i;
+    }
+  } else {
+    // toy_proxy_server.py: itertools.cycle over the instances.
+    size_t& next = prefill ? next_prefill_ : next_decode_;
+    pick = next++ % loads.size();
+  }
+  loads[pick] += load;
+  return pick;
+}
+
+void Router::Release(bool prefill, size_t index, double load) {
+  absl::MutexLock lock(&mu_);
+  std::vector<double>& loads = prefill ? prefill_load_ : decode_load_;
+  loads[index] = std::max(0.0, loads[index] - load);
+}
+
+std::string Router::FreshRequestId() {
+  // A version-4 UUID, as the proxies' str(uuid.uuid4()).
+  uint64_t hi, lo;
+  {
+    absl::MutexLock lock(&mu_);
+    hi = ids_();
+    lo = ids_();
+  }
+  hi = (hi & ~0xF000ull) | 0x4000ull;
+  lo = (lo & ~(0xC000ull << 48)) | (0x8000ull << 48);
+  return absl::StrFormat("%08x-%04x-%04x-%04x-%012x", hi >> 32, (hi >> 16) & 0xFFFF, hi & 0xFFFF,
+                         lo >> 48, lo & 0xFFFFFFFFFFFFull);
 }
 
 namespace {
@@ -132,30 +192,115 @@ asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, Engine& engine,
     engine.Finish(*r, Outcome::kAborted, 0);
     co_return false;
   }
-  RequestHeaders headers = {{"x-request-id", request.request_id},
-                            {"x-servelab-load", request.load_tag}};
+  struct InFlight {
+    std::atomic<int64_t>& n;
+    ~InFlight() { --n; }
+  } in_flight{requests_in_flight_};
+  ++requests_in_flight_;
+
+  const bool vllm_family = IsVllmFamily(compat_);
+  RequestHeaders headers;
+  switch (compat_) {
+    case Compat::kSim:
+      headers = {{"x-request-id", request.request_id}, {"x-servelab-load", request.load_tag}};
+      break;
+    case Compat::kVllm:
+    case Compat::kVllmAscend: {
+      // Both proxies send only these two headers, with a fresh uuid4 as the
+      // request id of both legs (so P's and D's ids match each other, not
+      // the client's).
+      const char* key = std::getenv("OPENAI_API_KEY");
+      headers = {{"authorization", absl::StrCat("Bearer ", key != nullptr ? key : "None")},
+                 {"x-request-id", FreshRequestId()}};
+      break;
+    }
+    case Compat::kSglang:
+      // sgl-router/src/routers/header_utils.rs should_forward_request_header:
+      // authorization, x-request-id(-*), x-correlation-id, traceparent,
+      // tracestate; the sim only sees x-request-id.
+      headers = {{"x-request-id", request.request_id}};
+      break;
+  }
+  // Answers when the proxy fails before D's response started.
   auto fail = [&](int status, absl::string_view message) -> asio::awaitable<bool> {
-    bool ok = co_await conn.WriteJson(status, ErrorBody(status, message), request.keep_alive);
+    bool ok;
+    if (vllm_family) {
+      // An exception in the FastAPI handler: Starlette's plain 500.
+      status = 500;
+      ok = co_await conn.WriteResponse(500, "text/plain; charset=utf-8", "Internal Server Error",
+                                       request.keep_alive);
+    } else {
+      ok = co_await conn.WriteJson(status, ErrorBody(status, message), request.keep_alive);
+    }
     engine.Finish(*r, Outcome::kError, status);
     co_return ok;
   };
 
+  // vllm-ascend's calculate_prefill_score / calculate_decode_score, from the
+  // body length; harmless weights for the round-robin profiles.
+  const double length = static_cast<double>(request.body.size());
+  const double prefill_score = length / 4.0 * 0.0345 + 120.0745;
+  const double decode_score = length;
+  const size_t p = Pick(true, prefill_score);
+  bool prefill_released = false;
+  auto release_prefill = [&] {
+    if (!prefill_released) Release(true, p, prefill_score);
+    prefill_released = true;
+  };
+
   // Prefill leg.
   JsonValue prefill_body = body;
-  JsonValue one = JsonValue::Number(1, true), no = JsonValue::Bool(false);
+  JsonValue one = JsonValue::Number(1, true), no = JsonValue::Bool(false), null;
   prefill_body.Set("max_tokens", &one);
-  prefill_body.Set("max_completion_tokens", nullptr);
-  prefill_body.Set("min_tokens", nullptr);
+  if (vllm_family) {
+    // toy_proxy_server.py send_request_to_service: max_completion_tokens 1
+    // if present, min_tokens popped; the vllm-ascend proxy sets min_tokens 1.
+    if (body.Find("max_completion_tokens") != nullptr)
+      prefill_body.Set("max_completion_tokens", &one);
+    prefill_body.Set("min_tokens", compat_ == Compat::kVllmAscend ? &one : nullptr);
+    prefill_body.Set("min_completion_tokens", nullptr);
+  } else {
+    prefill_body.Set("max_completion_tokens", nullptr);
+    prefill_body.Set("min_tokens", nullptr);
+  }
   prefill_body.Set("stream", &no);
   prefill_body.Set("stream_options", nullptr);
-  JsonValue remote_decode =
-      JsonValue::Object({{"do_remote_decode", JsonValue::Bool(true)}});
+  JsonValue remote_decode = vllm_family
+                                ? JsonValue::Object({{"do_remote_decode", JsonValue::Bool(true)},
+                                                     {"do_remote_prefill", JsonValue::Bool(false)},
+                                                     {"remote_engine_id", null},
+                                                     {"remote_block_ids", null},
+                                                     {"remote_host", null},
+                                                     {"remote_port", null}})
+                                : JsonValue::Object({{"do_remote_decode", JsonValue::Bool(true)}});
   prefill_body.Set("kv_transfer_params", &remote_decode);
+  JsonValue bootstrap_host = JsonValue::String("127.0.0.1");
+  JsonValue bootstrap_port = JsonValue::Number(8998, true);
+  JsonValue bootstrap_room;
+  if (compat_ == Compat::kSglang) {
+    // sgl-router PD mode injects the prefill's bootstrap address and a
+    // random room into both legs (pd_router.rs); the sim ignores them.
+    uint64_t room;
+    {
+      absl::MutexLock lock(&mu_);
+      room = ids_() >> 11;
+    }
+    bootstrap_room = JsonValue::Number(static_cast<double>(room), true);
+    prefill_body.Set("bootstrap_host", &bootstrap_host);
+    prefill_body.Set("bootstrap_port", &bootstrap_port);
+    prefill_body.Set("bootstrap_room", &bootstrap_room);
+  }
   const std::string prefill_json = ToJson(prefill_body);
   FetchResult prefill =
-      co_await Fetch(prefill_, http::verb::post, request.path, prefill_json, headers);
-  if (!prefill.connected) co_return co_await fail(502, "prefill instance unreachable");
+      co_await Fetch(prefill_[p], http::verb::post, request.path, prefill_json, headers);
+  if (!prefill.connected) {
+    release_prefill();
+    co_return co_await fail(502, "prefill instance unreachable");
+  }
   if (prefill.status != 200) {
+    release_prefill();
+    if (compat_ == Compat::kVllm) co_return co_await fail(500, "");
+    // vllm-ascend answers JSONResponse(err_body, status_code) from P's error.
     bool ok = co_await conn.WriteJson(prefill.status, prefill.body, request.keep_alive);
     engine.Finish(*r, Outcome::kError, prefill.status);
     co_return ok;
@@ -163,17 +308,82 @@ asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, Engine& engine,
 
   // Decode leg, relayed piece by piece.
   JsonValue decode_body = body;
+  absl::StatusOr<JsonValue> prefill_answer = ParseJson(prefill.body);
+  const JsonValue* returned_params =
+      prefill_answer.ok() ? prefill_answer->Find("kv_transfer_params") : nullptr;
   JsonValue remote_prefill = JsonValue::Object(
       {{"do_remote_prefill", JsonValue::Bool(true)},
        {"remote_cached_tokens",
         JsonValue::Number(static_cast<double>(std::max<int64_t>(CachedTokensOf(prefill.body), 0)),
                           true)}});
-  decode_body.Set("kv_transfer_params", &remote_prefill);
+  JsonValue forwarded_params;
+  if (vllm_family && returned_params != nullptr && returned_params->is_object()) {
+    // Both vLLM proxies: req_data["kv_transfer_params"] = P's answer's.
+    forwarded_params = *returned_params;
+    if (compat_ == Compat::kVllmAscend) {
+      // update_cached_tokens_in_chunk: the proxy writes P's reported
+      // cached_tokens (extract_cached_tokens: 0 when P reported none) into
+      // every usage D sends, creating prompt_tokens_details if need be. The
+      // sim has D do it instead of rewriting the relayed bytes.
+      JsonValue reported = JsonValue::Number(
+          static_cast<double>(std::max<int64_t>(CachedTokensOf(prefill.body), 0)), true);
+      JsonValue yes = JsonValue::Bool(true);
+      forwarded_params.Set("remote_cached_tokens", &reported);
+      forwarded_params.Set("servelab_report_cached_tokens", &yes);
+    }
+    decode_body.Set("kv_transfer_params", &forwarded_params);
+  } else {
+    decode_body.Set("kv_transfer_params", &remote_prefill);
+  }
+  if (compat_ == Compat::kSglang) {
+    decode_body.Set("bootstrap_host", &bootstrap_host);
+    decode_body.Set("bootstrap_port", &bootstrap_port);
+    decode_body.Set("bootstrap_room", &bootstrap_room);
+  }
+  const size_t d = Pick(false, decode_score);
+  struct DecodeLoad {
+    Router& router;
+    size_t index;
+    double load;
+    ~DecodeLoad() { router.Release(false, index, load); }
+  } decode_load{*this, d, decode_score};
+  const bool stream = body.Find("stream") != nullptr && body.Find("stream")->is_bool() &&
+                      body.Find("stream")->bool_value();
+  // What the client sees once D's answer starts: the toy proxy always says
+  // StreamingResponse(media_type="application/json"); vllm-ascend's says
+  // text/event-stream when streaming.
+  auto client_content_type = [&](const std::string& upstream) -> std::string {
+    if (compat_ == Compat::kVllm) return "application/json";
+    if (compat_ == Compat::kVllmAscend) {
+      return stream ? "text/event-stream; charset=utf-8" : "application/json";
+    }
+    return upstream.empty() ? "application/json" : upstream;
+  };
+  // vLLM proxies stream from D inside the response body generator, so D's
+  // failure comes after a 200 was sent: the toy proxy's generator raises
+  // (the connection is cut), vllm-ascend's logs it and ends the body.
+  auto decode_failed = [&](int status, absl::string_view message) -> asio::awaitable<bool> {
+    release_prefill();
+    if (!vllm_family) co_return co_await fail(502, message);
+    if (!co_await conn.StartChunked(200, client_content_type(""), request.keep_alive)) {
+      engine.Finish(*r, Outcome::kAborted, 200);
+      co_return false;
+    }
+    if (compat_ == Compat::kVllm) {
+      conn.Abort();
+      engine.Finish(*r, Outcome::kDropped, status);
+      co_return false;
+    }
+    bool ok = co_await conn.EndChunked("");
+    engine.Finish(*r, Outcome::kError, status);
+    co_return ok;
+  };
   tcp::socket upstream(co_await asio::this_coro::executor);
   boost::system::error_code ec;
-  co_await upstream.async_connect(decode_.endpoint, asio::redirect_error(asio::use_awaitable, ec));
-  if (ec) co_return co_await fail(502, "decode instance unreachable");
-  auto req = MakeRequest(decode_, http::verb::post, request.path, ToJson(decode_body), headers);
+  co_await upstream.async_connect(decode_[d].endpoint,
+                                  asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) co_return co_await decode_failed(502, "decode instance unreachable");
+  auto req = MakeRequest(decode_[d], http::verb::post, request.path, ToJson(decode_body), headers);
   co_await http::async_write(upstream, req, asio::redirect_error(asio::use_awaitable, ec));
   beast::flat_buffer buffer;
   http::response_parser<http::buffer_body> parser;
@@ -182,11 +392,13 @@ asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, Engine& engine,
     co_await http::async_read_header(upstream, buffer, parser,
                                      asio::redirect_error(asio::use_awaitable, ec));
   }
-  if (ec) co_return co_await fail(502, "decode instance failed before answering");
+  if (ec) co_return co_await decode_failed(502, "decode instance failed before answering");
   int status = static_cast<int>(parser.get().result_int());
-  std::string content_type(parser.get()[http::field::content_type]);
-  if (content_type.empty()) content_type = "application/json";
+  if (vllm_family && status != 200) co_return co_await decode_failed(status, "");
+  std::string content_type =
+      client_content_type(std::string(parser.get()[http::field::content_type]));
   if (!co_await conn.StartChunked(status, content_type, request.keep_alive)) {
+    release_prefill();
     engine.Finish(*r, Outcome::kAborted, status);
     co_return false;
   }
@@ -200,12 +412,15 @@ asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, Engine& engine,
     if (ec == http::error::need_buffer) ec = {};
     if (ec) {
       // D dropped the stream: pass the truncation on rather than ending cleanly.
+      release_prefill();
       conn.Abort();
       engine.Finish(*r, Outcome::kDropped, status);
       co_return false;
     }
     size_t n = sizeof(piece) - parser.get().body().size;
     if (n == 0) continue;
+    // vllm-ascend releases P's KV score at D's first chunk.
+    release_prefill();
     if (!co_await conn.WriteChunk(absl::string_view(piece, n))) {
       engine.Finish(*r, Outcome::kAborted, status);
       co_return false;
@@ -213,6 +428,7 @@ asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, Engine& engine,
     if (first && status == 200) engine.OnToken(*r);
     first = false;
   }
+  release_prefill();
   bool ok = co_await conn.EndChunked("");
   engine.Finish(*r, !ok ? Outcome::kAborted : status == 200 ? Outcome::kSuccess : Outcome::kError,
                 status);
@@ -223,24 +439,50 @@ namespace {
 const std::string kNoBody;
 const RequestHeaders kNoHeaders;
 const std::string kHealthPath = "/health";
-const std::string kResetPath = "/reset_prefix_cache";
 const std::string kModelsPath = "/v1/models";
 }  // namespace
 
 asio::awaitable<bool> Router::UpstreamsHealthy() {
-  FetchResult p = co_await Fetch(prefill_, http::verb::get, kHealthPath, kNoBody, kNoHeaders);
-  FetchResult d = co_await Fetch(decode_, http::verb::get, kHealthPath, kNoBody, kNoHeaders);
-  co_return p.status == 200 && d.status == 200;
+  for (const std::vector<Upstream>* side : {&prefill_, &decode_}) {
+    for (const Upstream& up : *side) {
+      FetchResult f = co_await Fetch(up, http::verb::get, kHealthPath, kNoBody, kNoHeaders);
+      if (f.status != 200) co_return false;
+    }
+  }
+  co_return true;
 }
 
-asio::awaitable<bool> Router::ResetPrefixCaches() {
-  FetchResult p = co_await Fetch(prefill_, http::verb::post, kResetPath, kNoBody, kNoHeaders);
-  FetchResult d = co_await Fetch(decode_, http::verb::post, kResetPath, kNoBody, kNoHeaders);
-  co_return p.status == 200 && d.status == 200;
+asio::awaitable<std::vector<std::string>> Router::FanOut(const std::string& path) {
+  std::vector<std::string> failed;
+  for (const std::vector<Upstream>* side : {&prefill_, &decode_}) {
+    for (const Upstream& up : *side) {
+      FetchResult f = co_await Fetch(up, http::verb::post, path, kNoBody, kNoHeaders);
+      if (f.status != 200) failed.push_back(up.url);
+    }
+  }
+  co_return failed;
 }
 
 asio::awaitable<std::pair<int, std::string>> Router::Models() {
-  FetchResult d = co_await Fetch(decode_, http::verb::get, kModelsPath, kNoBody, kNoHeaders);
+  if (compat_ == Compat::kVllmAscend) {
+    // handle_models_impl: the first backend, prefillers first, that answers.
+    std::vector<std::string> failed;
+    for (const std::vector<Upstream>* side : {&prefill_, &decode_}) {
+      for (const Upstream& up : *side) {
+        FetchResult f = co_await Fetch(up, http::verb::get, kModelsPath, kNoBody, kNoHeaders);
+        if (f.status == 200) co_return std::make_pair(200, f.body);
+        failed.push_back(up.url);
+      }
+    }
+    std::string list;
+    for (const std::string& u : failed)
+      absl::StrAppend(&list, list.empty() ? "" : ",", JsonQuote(u));
+    co_return std::make_pair(
+        503, absl::StrCat("{\"error\":\"All backend instances failed to serve /v1/models\","
+                          "\"failed\":[",
+                          list, "]}"));
+  }
+  FetchResult d = co_await Fetch(decode_[0], http::verb::get, kModelsPath, kNoBody, kNoHeaders);
   if (!d.connected) co_return std::make_pair(502, ErrorBody(502, "decode instance unreachable"));
   co_return std::make_pair(d.status, d.body);
 }

@@ -150,17 +150,42 @@ asio::awaitable<void> Server::Session(tcp::socket socket) {
 
 asio::awaitable<bool> Server::HandleGeneration(ClientConn& conn, IncomingRequest& request,
                                                ApiKind kind) {
+  const Compat compat = engine_.compat().compat;
+  // The toy proxy forwards whatever arrives and turns P's 4xx (or a body
+  // that is not JSON) into an exception: Starlette's plain 500.
+  const bool toy_proxy = router_ != nullptr && compat == Compat::kVllm;
   absl::StatusOr<JsonValue> body = ParseJson(request.body);
   if (!body.ok()) {
+    if (toy_proxy || (router_ != nullptr && compat == Compat::kVllmAscend)) {
+      co_return co_await conn.WriteResponse(500, "text/plain; charset=utf-8",
+                                            "Internal Server Error", request.keep_alive);
+    }
     co_return co_await conn.WriteJson(400, ErrorBody(400, body.status().message()),
                                       request.keep_alive);
   }
-  absl::StatusOr<GenerationRequest> parsed = ParseGenerationRequest(*body, kind, engine_.config());
+  // A real P/D proxy has no model of its own and never checks the name: it
+  // forwards the request and lets the upstream answer (toy_proxy_server.py,
+  // load_balance_proxy_server_example.py, sglang_router). Only the sim's own
+  // router (compat sim) keeps today's check.
+  SimConfig config = engine_.config();
+  if (router_ != nullptr && compat != Compat::kSim) {
+    if (const JsonValue* model = body->Find("model"); model != nullptr && model->is_string()) {
+      config.model = model->string_value();
+    }
+  }
+  absl::StatusOr<GenerationRequest> parsed = ParseGenerationRequest(*body, kind, config);
   if (!parsed.ok()) {
+    if (toy_proxy) {
+      co_return co_await conn.WriteResponse(500, "text/plain; charset=utf-8",
+                                            "Internal Server Error", request.keep_alive);
+    }
     int status = HttpStatusFor(parsed.status());
     co_return co_await conn.WriteJson(status, ErrorBody(status, parsed.status().message()),
                                       request.keep_alive);
   }
+  // Proxies in front of real engines drop client headers, so the load tag
+  // may only survive in the body.
+  if (request.load_tag.empty()) request.load_tag = parsed->user;
   if (!engine_.Ready()) {
     co_return co_await conn.WriteJson(503, ErrorBody(503, "the model is still loading"),
                                       request.keep_alive);
@@ -173,11 +198,70 @@ asio::awaitable<bool> Server::HandleGeneration(ClientConn& conn, IncomingRequest
   co_return co_await ServeGeneration(conn, engine_, generation, meta, request.keep_alive);
 }
 
+asio::awaitable<bool> Server::NotFound(ClientConn& conn, const IncomingRequest& request) {
+  const Compat compat = engine_.compat().compat;
+  if (router_ != nullptr && compat == Compat::kSglang) {
+    // sgl-router is axum: an unknown route is an empty 404.
+    co_return co_await conn.WriteResponse(404, "text/plain", "", request.keep_alive);
+  }
+  co_return co_await conn.WriteJson(404, NotFoundBody(compat, request.path), request.keep_alive);
+}
+
+asio::awaitable<bool> Server::DispatchVllmProxy(ClientConn& conn, IncomingRequest& request) {
+  // toy_proxy_server.py serves /v1/completions, /v1/chat/completions and
+  // /healthcheck only; load_balance_proxy_server_example.py adds /v1/models
+  // and /reset_prefix_cache (and /instances/add|remove, not modelled).
+  const std::string& path = request.path;
+  const bool keep = request.keep_alive;
+  const bool ascend = router_->compat() == Compat::kVllmAscend;
+  auto allow = [&](const char* method) { return request.method == method; };
+  auto method_not_allowed = [&]() -> asio::awaitable<bool> {
+    co_return co_await conn.WriteJson(405, "{\"detail\":\"Method Not Allowed\"}", keep);
+  };
+  if (path == "/v1/completions" || path == "/v1/chat/completions") {
+    if (!allow("POST")) co_return co_await method_not_allowed();
+    co_return co_await HandleGeneration(
+        conn, request, path == "/v1/completions" ? ApiKind::kCompletion : ApiKind::kChat);
+  }
+  if (path == "/healthcheck") {
+    if (!allow("GET")) co_return co_await method_not_allowed();
+    std::string body =
+        absl::StrCat("{\"status\":\"ok\",\"prefill_instances\":", router_->prefill_count(),
+                     ",\"decode_instances\":", router_->decode_count());
+    if (ascend) absl::StrAppend(&body, ",\"request_num\":", router_->requests_in_flight());
+    body += "}";
+    co_return co_await conn.WriteJson(200, body, keep);
+  }
+  if (ascend && path == "/v1/models") {
+    if (!allow("GET")) co_return co_await method_not_allowed();
+    auto [status, body] = co_await router_->Models();
+    co_return co_await conn.WriteJson(status, body, keep);
+  }
+  if (ascend && path == "/reset_prefix_cache") {
+    if (!allow("POST")) co_return co_await method_not_allowed();
+    const std::string reset_path = "/reset_prefix_cache";
+    std::vector<std::string> failed = co_await router_->FanOut(reset_path);
+    if (failed.empty()) co_return co_await conn.WriteResponse(200, "text/plain", "", keep);
+    std::string list;
+    for (const std::string& u : failed)
+      absl::StrAppend(&list, list.empty() ? "" : ",", JsonQuote(u));
+    co_return co_await conn.WriteJson(500, absl::StrCat("{\"failed\":[", list, "]}"), keep);
+  }
+  co_return co_await NotFound(conn, request);
+}
+
 asio::awaitable<bool> Server::Dispatch(ClientConn& conn, IncomingRequest& request) {
   const std::string& path = request.path;
   const bool get = request.method == "GET", post = request.method == "POST";
   const bool keep = request.keep_alive;
+  const CompatOptions& compat = engine_.compat();
+  if (router_ != nullptr && IsVllmFamily(compat.compat)) {
+    co_return co_await DispatchVllmProxy(conn, request);
+  }
   auto method_not_allowed = [&]() -> asio::awaitable<bool> {
+    if (compat.compat != Compat::kSim) {
+      co_return co_await conn.WriteJson(405, "{\"detail\":\"Method Not Allowed\"}", keep);
+    }
     co_return co_await conn.WriteJson(405, ErrorBody(405, "method not allowed"), keep);
   };
   if (path == "/v1/completions" || path == "/v1/chat/completions") {
@@ -185,7 +269,10 @@ asio::awaitable<bool> Server::Dispatch(ClientConn& conn, IncomingRequest& reques
     co_return co_await HandleGeneration(
         conn, request, path == "/v1/completions" ? ApiKind::kCompletion : ApiKind::kChat);
   }
-  if (path == "/health") {
+  // python/sglang/srt/entrypoints/http_server.py also has /health_generate
+  // (health through a one-token generation); the sim answers it like /health.
+  if (path == "/health" ||
+      (path == "/health_generate" && compat.compat == Compat::kSglang && router_ == nullptr)) {
     if (!get) co_return co_await method_not_allowed();
     bool healthy = engine_.Ready();
     if (healthy && router_ != nullptr) healthy = co_await router_->UpstreamsHealthy();
@@ -195,6 +282,7 @@ asio::awaitable<bool> Server::Dispatch(ClientConn& conn, IncomingRequest& reques
         keep);
   }
   if (path == "/metrics") {
+    if (router_ == nullptr && !ServesMetrics(compat)) co_return co_await NotFound(conn, request);
     if (!get) co_return co_await method_not_allowed();
     co_return co_await conn.WriteResponse(200, "text/plain; version=0.0.4; charset=utf-8",
                                           engine_.RenderMetrics(), keep);
@@ -210,17 +298,52 @@ asio::awaitable<bool> Server::Dispatch(ClientConn& conn, IncomingRequest& reques
         200,
         absl::StrCat("{\"object\":\"list\",\"data\":[{\"id\":", JsonQuote(c.model),
                      ",\"object\":\"model\",\"created\":", static_cast<int64_t>(std::time(nullptr)),
-                     ",\"owned_by\":\"servelab\",\"root\":", JsonQuote(c.model),
+                     ",\"owned_by\":\"", ModelOwner(compat.compat), "\",\"root\":",
+                     JsonQuote(c.model),
+                     // vLLM's ModelCard also says parent (null for a base model).
+                     IsVllmFamily(compat.compat) ? ",\"parent\":null" : "",
                      ",\"max_model_len\":", c.max_model_len, "}]}"),
         keep);
   }
-  if (path == "/reset_prefix_cache") {
+  if (path == "/reset_prefix_cache" &&
+      (router_ != nullptr ? compat.compat == Compat::kSim : ServesResetPrefixCache(compat))) {
     if (!post) co_return co_await method_not_allowed();
-    if (router_ != nullptr && !co_await router_->ResetPrefixCaches()) {
-      co_return co_await conn.WriteJson(502, ErrorBody(502, "an upstream did not reset"), keep);
+    if (router_ != nullptr) {
+      const std::string reset_path = "/reset_prefix_cache";
+      std::vector<std::string> failed = co_await router_->FanOut(reset_path);
+      if (!failed.empty()) {
+        co_return co_await conn.WriteJson(502, ErrorBody(502, "an upstream did not reset"), keep);
+      }
     }
+    // vllm/entrypoints/serve/dev/cache/api_router.py: "we currently do not
+    // check if the prefix cache is successfully reset" -- 200 either way.
     engine_.ResetPrefixCache();
     co_return co_await conn.WriteResponse(200, "text/plain", "", keep);
+  }
+  if (path == "/flush_cache" && compat.compat == Compat::kSglang) {
+    // python/sglang/srt/entrypoints/http_server.py: GET or POST; 200 when
+    // the scheduler flushed, 400 when it refused (not idle), same text.
+    if (!get && !post) co_return co_await method_not_allowed();
+    bool flushed;
+    if (router_ != nullptr) {
+      // sgl-router's /flush_cache posts to every worker.
+      const std::string flush_path = "/flush_cache";
+      std::vector<std::string> failed = co_await router_->FanOut(flush_path);
+      flushed = failed.empty();
+      if (flushed) {
+        co_return co_await conn.WriteResponse(200, "text/plain", "Cache flushed on all servers",
+                                              keep);
+      }
+      co_return co_await conn.WriteResponse(
+          500, "text/plain", absl::StrCat("Failed to flush cache on ", failed.size(), " server(s)"),
+          keep);
+    }
+    flushed = engine_.ResetPrefixCache();
+    co_return co_await conn.WriteResponse(
+        flushed ? 200 : 400, "text/plain; charset=utf-8",
+        "Cache flushed.\nPlease check backend logs for more details. (When there are running or "
+        "waiting requests, the operation will not be performed.)\n",
+        keep);
   }
   if (path == "/admin/faults") {
     if (get) co_return co_await conn.WriteJson(200, engine_.FaultsJson(), keep);
@@ -244,7 +367,7 @@ asio::awaitable<bool> Server::Dispatch(ClientConn& conn, IncomingRequest& reques
     if (!get) co_return co_await method_not_allowed();
     co_return co_await conn.WriteJson(200, engine_.LoadsJson(), keep);
   }
-  co_return co_await conn.WriteJson(404, ErrorBody(404, absl::StrCat("no route for ", path)), keep);
+  co_return co_await NotFound(conn, request);
 }
 
 }  // namespace servelab::sim

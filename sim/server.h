@@ -56,6 +56,9 @@ class Server {
   asio::awaitable<void> Session(tcp::socket socket);
   asio::awaitable<bool> Dispatch(ClientConn& conn, IncomingRequest& request);
   asio::awaitable<bool> HandleGeneration(ClientConn& conn, IncomingRequest& request, ApiKind kind);
+  // The vLLM proxies' (toy / vllm-ascend) route table for the router role.
+  asio::awaitable<bool> DispatchVllmProxy(ClientConn& conn, IncomingRequest& request);
+  asio::awaitable<bool> NotFound(ClientConn& conn, const IncomingRequest& request);
 
   // Constant after construction.
   const ServerOptions options_;

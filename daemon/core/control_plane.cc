@@ -166,7 +166,14 @@ absl::StatusOr<v1::Experiment> ControlPlane::Submit(const v1::SubmitExperimentRe
       *stage.mutable_ended_at() = ToProto(frozen_at);
     }
   }
-  if (request.validate_only()) return experiment;
+  if (request.validate_only()) {
+    if (executor_ != nullptr && !reanalysis.has_value()) {
+      for (v1::RenderedCommand& c : executor_->RenderCommands(experiment.spec())) {
+        *experiment.mutable_plan()->add_commands() = std::move(c);
+      }
+    }
+    return experiment;
+  }
   return Create(std::move(experiment));
 }
 

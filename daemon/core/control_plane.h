@@ -42,6 +42,10 @@ class ExperimentExecutor {
   virtual absl::Status CancelRunning(const std::string& id) = 0;
   // The experiment holding the accelerator lane ("" when free) and its stage.
   virtual std::pair<std::string, v1::StageName> LaneOwner() = 0;
+  // What `servelab plan` shows: each side's launch command for `spec`.
+  virtual std::vector<v1::RenderedCommand> RenderCommands(const v1::ExperimentSpec& spec) {
+    return {};
+  }
 };
 
 class ControlPlane {

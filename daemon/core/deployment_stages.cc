@@ -11,8 +11,6 @@
 #include "daemon/core/stages.h"
 
 namespace servelab::core {
-namespace {
-
 std::string SideLabel(v1::Side side) {
   switch (side) {
     case v1::SIDE_PREFILL: return "prefill";
@@ -21,6 +19,8 @@ std::string SideLabel(v1::Side side) {
     default: return "unknown";
   }
 }
+
+namespace {
 
 // "warmup" for PHASE_WARMUP: the middle part of a load tag (exp-3/warmup/1).
 std::string PhaseLabel(v1::Phase phase) {
@@ -87,6 +87,8 @@ absl::StatusOr<Counters> LaunchSide(StageEnv& env, const v1::Experiment& e, v1::
     SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance decode, RequireInstance(env.store, v1::SIDE_DECODE));
     endpoints.prefill_port = prefill.port();
     endpoints.decode_port = decode.port();
+    for (const v1::RankProcess& r : prefill.extra_ranks()) endpoints.prefill_extra_ports.push_back(r.port());
+    for (const v1::RankProcess& r : decode.extra_ranks()) endpoints.decode_extra_ports.push_back(r.port());
   }
   SERVELAB_ASSIGN_OR_RETURN(LaunchCommand command,
                             env.engine.Render(e.spec(), side, endpoints, env.log_dir));
@@ -139,25 +141,116 @@ absl::StatusOr<Counters> RouteVerify(StageEnv& env, const v1::Experiment& e) {
   SERVELAB_RETURN_IF_ERROR(RequireAllCompleted(outcome, "route probe"));
   SERVELAB_ASSIGN_OR_RETURN(InstanceCounters p1, env.engine.Scrape(prefill));
   SERVELAB_ASSIGN_OR_RETURN(InstanceCounters d1, env.engine.Scrape(decode));
-  // One request through the router must show up on both sides: a router
-  // that silently serves from one side would pass any latency check.
-  const double prefill_moved = p1.prompt_tokens - p0.prompt_tokens;
-  const double decode_moved = d1.generation_tokens - d0.generation_tokens;
-  if (prefill_moved <= 0 || decode_moved <= 0) {
+  // One request through the router must show up in both sides' own
+  // counters: a router that silently serves from one side would pass any
+  // latency check. Counters, not headers: real proxies replace x-request-id
+  // and drop the rest (vLLM's toy_proxy_server.py), so nothing the client
+  // sends is seen by P or D except the body (docs/design.md §9).
+  const double prefill_requests = p1.request_success - p0.request_success;
+  const double decode_requests = d1.request_success - d0.request_success;
+  const double prefill_tokens = p1.prompt_tokens - p0.prompt_tokens;
+  const double decode_tokens = d1.generation_tokens - d0.generation_tokens;
+  if (prefill_requests <= 0 || decode_requests <= 0 || prefill_tokens <= 0 || decode_tokens <= 0) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "route check: a probe through the router moved prefill prompt tokens by ", prefill_moved,
-        " and decode generation tokens by ", decode_moved, "; both must move"));
+        "route check: a probe through the router moved prefill by ", prefill_requests,
+        " requests / ", prefill_tokens, " prompt tokens and decode by ", decode_requests,
+        " requests / ", decode_tokens, " generation tokens; both sides must move"));
   }
-  return Counters{{"prefill_prompt_tokens_delta", prefill_moved},
-                  {"decode_generation_tokens_delta", decode_moved}};
+  return Counters{{"prefill_requests_delta", prefill_requests},
+                  {"decode_requests_delta", decode_requests},
+                  {"prefill_prompt_tokens_delta", prefill_tokens},
+                  {"decode_generation_tokens_delta", decode_tokens}};
 }
 
+namespace {
+
+// Long enough to fill several KV blocks (the prefix cache only holds whole
+// blocks), and unlike any dataset prompt.
+std::string ResetProbePrompt(const std::string& experiment_id) {
+  std::string prompt;
+  for (int i = 0; i < 24; ++i) absl::StrAppend(&prompt, "servelab cache reset probe ", experiment_id, " ");
+  return prompt;
+}
+
+// Waits until the instance holds no request and no KV block.
+absl::Status WaitIdle(StageEnv& env, const v1::ServingInstance& instance, absl::Time deadline) {
+  while (true) {
+    SERVELAB_ASSIGN_OR_RETURN(InstanceCounters c, env.engine.Scrape(instance));
+    if (c.requests_running == 0 && c.requests_waiting == 0 && c.requests_in_transfer == 0 &&
+        c.kv_cache_usage == 0) {
+      return absl::OkStatus();
+    }
+    if (env.clock.Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          SideLabel(instance.side()), " never went idle for the cache reset: ", c.requests_running,
+          " running, ", c.requests_waiting, " waiting, ", c.requests_in_transfer,
+          " in transfer, KV usage ", c.kv_cache_usage));
+    }
+    std::this_thread::sleep_for(absl::ToChronoMilliseconds(env.drain_poll));
+  }
+}
+
+// A reset that is confirmed, not just answered: vLLM's /reset_prefix_cache
+// answers 200 even when it refused (blocks still held, e.g. by NIXL leases),
+// and SGLang's /flush_cache answers 400 while requests run. So: wait for
+// the instance to be idle, reset, and (where the answer proves nothing)
+// send a probe prompt that was cached before the reset and check it no
+// longer hits. Retried until `deadline`.
+struct ResetOutcome {
+  int attempts = 0;
+  int probe_requests = 0;
+};
+
+absl::StatusOr<ResetOutcome> ConfirmedReset(StageEnv& env, const v1::ServingInstance& instance,
+                                            const std::string& probe, absl::Time deadline) {
+  const bool confirm = env.engine.ResetNeedsConfirmation(instance);
+  ResetOutcome outcome;
+  // Cache the probe first, so that a refused reset shows up as a hit.
+  if (confirm) {
+    SERVELAB_RETURN_IF_ERROR(env.engine.SendProbeRequest(instance, probe));
+    ++outcome.probe_requests;
+  }
+  std::string last = "no attempt";
+  for (int& attempt = outcome.attempts;;) {
+    ++attempt;
+    SERVELAB_RETURN_IF_ERROR(WaitIdle(env, instance, deadline));
+    absl::Status reset = env.engine.ResetPrefixCache(instance);
+    if (!reset.ok() && !absl::IsUnavailable(reset)) return reset;
+    if (reset.ok() && !confirm) return outcome;
+    if (reset.ok()) {
+      SERVELAB_ASSIGN_OR_RETURN(InstanceCounters before, env.engine.Scrape(instance));
+      SERVELAB_RETURN_IF_ERROR(env.engine.SendProbeRequest(instance, probe));
+      ++outcome.probe_requests;
+      SERVELAB_ASSIGN_OR_RETURN(InstanceCounters after, env.engine.Scrape(instance));
+      const double hits = after.prefix_cache_hits - before.prefix_cache_hits;
+      if (hits == 0) return outcome;
+      last = absl::StrCat("the reset answered OK but a cached probe still hit ", hits,
+                          " tokens (the engine refused it)");
+    } else {
+      last = std::string(reset.message());
+    }
+    if (env.clock.Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          SideLabel(instance.side()), " prefix cache not reset after ", attempt,
+          " attempts by limits.warmup_timeout: ", last));
+    }
+    std::this_thread::sleep_for(absl::ToChronoMilliseconds(env.drain_poll));
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<Counters> CacheReset(StageEnv& env, const v1::Experiment& e) {
+  const absl::Time deadline = env.clock.Now() + FromDuration(e.spec().limits().warmup_timeout());
+  const std::string probe = ResetProbePrompt(e.id());
+  Counters counters;
   for (v1::Side side : {v1::SIDE_PREFILL, v1::SIDE_DECODE}) {
     SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance instance, RequireInstance(env.store, side));
-    SERVELAB_RETURN_IF_ERROR(env.engine.ResetPrefixCache(instance));
+    SERVELAB_ASSIGN_OR_RETURN(ResetOutcome reset, ConfirmedReset(env, instance, probe, deadline));
+    counters[absl::StrCat(SideLabel(side), "_reset_attempts")] = reset.attempts;
+    counters[absl::StrCat(SideLabel(side), "_probe_requests")] = reset.probe_requests;
   }
-  return Counters{};
+  return counters;
 }
 
 absl::StatusOr<Counters> CacheSeed(StageEnv& env, const v1::Experiment& e) {

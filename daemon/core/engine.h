@@ -1,5 +1,5 @@
 // Engine: turns a frozen deployment spec into running serving instances and
-// knows their protocol (DESIGN §8). Implementations live in daemon/engines/
+// knows their protocol (docs/design.md §9). Implementations live in daemon/engines/
 // (sim, vllm, sglang, command); the stage runner only sees this interface.
 //
 // Rendering is separate from launching so that preflight shows and checks
@@ -25,7 +25,17 @@
 
 namespace servelab::core {
 
-// The final command of one instance.
+// One more process of a side: an external data-parallel rank (see
+// InstanceSpec.external_data_parallel).
+struct RankCommand {
+  int dp_rank = 0;
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;
+  int port = 0;
+  std::string log_path;
+};
+
+// The final command of one instance (of its rank 0 when it has several).
 struct LaunchCommand {
   v1::Engine engine = v1::ENGINE_UNSPECIFIED;  // Which engine rendered it.
   v1::Side side = v1::SIDE_UNSPECIFIED;
@@ -36,6 +46,10 @@ struct LaunchCommand {
   // Files Launch writes (path -> content) before it starts argv, e.g. a
   // per-instance config file that argv names. Part of what preflight shows.
   std::map<std::string, std::string> files;
+  // Ranks 1..N-1 when the side runs one process per DP rank; empty otherwise.
+  std::vector<RankCommand> extra_ranks;
+  // The model name requests to this instance use; empty: the server's default.
+  std::string served_model;
 };
 
 // Where the other sides listen, for rendering the router (P/D URLs).
@@ -43,6 +57,9 @@ struct Endpoints {
   int prefill_port = 0;
   int decode_port = 0;
   int router_port = 0;
+  // Ports of ranks 1..N-1 of a side with external data parallel.
+  std::vector<int> prefill_extra_ports;
+  std::vector<int> decode_extra_ports;
 };
 
 // Counters scraped from an instance's /metrics (vLLM names).
@@ -54,6 +71,12 @@ struct InstanceCounters {
   double generation_tokens = 0;      // vllm:generation_tokens_total
   double prefix_cache_queries = 0;   // vllm:prefix_cache_queries_total
   double prefix_cache_hits = 0;      // vllm:prefix_cache_hits_total
+  // Fraction of KV blocks in use (vllm:kv_cache_usage_perc); blocks held for
+  // a KV transfer count, which is why a cache reset waits for 0.
+  double kv_cache_usage = 0;
+  // Requests between the P/D queues (SGLang's prealloc / inflight /
+  // transfer queue gauges): neither running nor waiting, yet not ended.
+  double requests_in_transfer = 0;
 };
 
 class Engine {
@@ -80,8 +103,21 @@ class Engine {
   // SIGTERM, then SIGKILL after `grace`, to the instance's process group.
   virtual absl::Status Stop(const v1::ServingInstance& instance, absl::Duration grace) = 0;
 
+  // Counters summed over every process (rank) of the instance.
   virtual absl::StatusOr<InstanceCounters> Scrape(const v1::ServingInstance& instance) = 0;
+  // One reset request to every rank. UNAVAILABLE when the engine refused it
+  // for now (SGLang's /flush_cache answers 400 while requests run): retry.
+  // FAILED_PRECONDITION when it cannot work at all (no such route).
   virtual absl::Status ResetPrefixCache(const v1::ServingInstance& instance) = 0;
+  // True when a reset that answered OK may still have done nothing (vLLM
+  // answers 200 even when it refused because blocks were in use), so the
+  // caller must confirm it with a probe request (docs/design.md §9).
+  virtual bool ResetNeedsConfirmation(const v1::ServingInstance& instance) = 0;
+  // Sends `prompt` as one short non-streaming completion straight to every
+  // rank of the instance (not through the router), so that the prefix-cache
+  // counters show whether the prompt was still cached.
+  virtual absl::Status SendProbeRequest(const v1::ServingInstance& instance,
+                                        const std::string& prompt) = 0;
 
   // "http://127.0.0.1:PORT": where requests for this instance go.
   virtual std::string BaseUrl(const v1::ServingInstance& instance) = 0;

@@ -1,5 +1,5 @@
 // Which failure class a failed stage implies, and what resume then does
-// (DESIGN §6). One function each, so the runner, recovery after a daemon
+// (docs/design.md §7). One function each, so the runner, recovery after a daemon
 // restart and status output all say the same thing.
 #ifndef SERVELAB_DAEMON_CORE_FAILURE_CLASS_H_
 #define SERVELAB_DAEMON_CORE_FAILURE_CLASS_H_

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "daemon/core/launch_command_text.h"
 #include "daemon/core/ledger.h"
 #include "daemon/core/spec/freeze.h"
 #include "daemon/core/stages.h"
@@ -26,15 +27,69 @@ absl::StatusOr<std::vector<std::string>> BusyInstances(StageEnv& env) {
     absl::StatusOr<InstanceCounters> c = env.engine.Scrape(instance);
     if (!c.ok()) {
       busy.push_back(absl::StrCat(v1::Side_Name(instance.side()), ": ", c.status().message()));
-    } else if (c->requests_running > 0 || c->requests_waiting > 0) {
+    } else if (c->requests_running > 0 || c->requests_waiting > 0 ||
+               c->requests_in_transfer > 0) {
+      // In transfer counts: a request between P's and D's queues has not
+      // ended, though neither side reports it running or waiting.
       busy.push_back(absl::StrCat(v1::Side_Name(instance.side()), ": ", c->requests_running,
-                                  " running, ", c->requests_waiting, " waiting"));
+                                  " running, ", c->requests_waiting, " waiting, ",
+                                  c->requests_in_transfer, " in transfer"));
     }
   }
   return busy;
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<LaunchCommand>> RenderDeployment(Engine& engine,
+                                                           const v1::ExperimentSpec& spec,
+                                                           const std::string& log_dir,
+                                                           v1::Side* failed_side) {
+  std::vector<LaunchCommand> commands;
+  Endpoints endpoints;
+  for (v1::Side side : {v1::SIDE_PREFILL, v1::SIDE_DECODE, v1::SIDE_ROUTER}) {
+    absl::StatusOr<LaunchCommand> command = engine.Render(spec, side, endpoints, log_dir);
+    if (!command.ok()) {
+      if (failed_side != nullptr) *failed_side = side;
+      return absl::Status(command.status().code(),
+                          absl::StrCat(SideLabel(side), ": ", command.status().message()));
+    }
+    // The router is rendered against the sides' ports (every DP rank's), as
+    // at launch.
+    std::vector<int> extra_ports;
+    for (const RankCommand& rank : command->extra_ranks) extra_ports.push_back(rank.port);
+    if (side == v1::SIDE_PREFILL) {
+      endpoints.prefill_port = command->port;
+      endpoints.prefill_extra_ports = extra_ports;
+    }
+    if (side == v1::SIDE_DECODE) {
+      endpoints.decode_port = command->port;
+      endpoints.decode_extra_ports = extra_ports;
+    }
+    commands.push_back(*std::move(command));
+  }
+  return commands;
+}
+
+std::vector<v1::RenderedCommand> RenderForPlan(Engine& engine, const v1::ExperimentSpec& spec,
+                                               const std::string& log_dir) {
+  std::vector<v1::RenderedCommand> out;
+  v1::Side failed = v1::SIDE_UNSPECIFIED;
+  absl::StatusOr<std::vector<LaunchCommand>> commands =
+      RenderDeployment(engine, spec, log_dir, &failed);
+  if (!commands.ok()) {
+    v1::RenderedCommand& c = out.emplace_back();
+    c.set_side(failed);
+    c.set_error(std::string(commands.status().message()));
+    return out;
+  }
+  for (const LaunchCommand& command : *commands) {
+    v1::RenderedCommand& c = out.emplace_back();
+    c.set_side(command.side);
+    c.set_text(CommandToText(command));
+  }
+  return out;
+}
 
 absl::StatusOr<Counters> Preflight(StageEnv& env, const v1::Experiment& e) {
   // Same freeze as at submit: every referenced file must still hash to what
@@ -46,18 +101,17 @@ absl::StatusOr<Counters> Preflight(StageEnv& env, const v1::Experiment& e) {
   }
   // Render every command with the code Launch uses.
   Counters counters;
-  Endpoints endpoints;
-  for (v1::Side side : {v1::SIDE_PREFILL, v1::SIDE_DECODE, v1::SIDE_ROUTER}) {
-    SERVELAB_ASSIGN_OR_RETURN(LaunchCommand command,
-                              env.engine.Render(e.spec(), side, endpoints, env.log_dir));
-    // The router is rendered against the sides' ports, as at launch.
-    if (side == v1::SIDE_PREFILL) endpoints.prefill_port = command.port;
-    if (side == v1::SIDE_DECODE) endpoints.decode_port = command.port;
+  v1::Side failed = v1::SIDE_UNSPECIFIED;
+  absl::StatusOr<std::vector<LaunchCommand>> commands =
+      RenderDeployment(env.engine, e.spec(), env.log_dir, &failed);
+  if (!commands.ok()) return commands.status();
+  for (const LaunchCommand& command : *commands) {
     if (command.argv.empty() || access(command.argv[0].c_str(), X_OK) != 0) {
       return absl::FailedPreconditionError(absl::StrCat(
-          v1::Side_Name(side), ": launch command \"", command.argv.empty() ? "" : command.argv[0],
-          "\" is not an executable file"));
+          v1::Side_Name(command.side), ": launch command \"",
+          command.argv.empty() ? "" : command.argv[0], "\" is not an executable file"));
     }
+    counters[absl::StrCat(SideLabel(command.side), "_processes")] = 1 + command.extra_ranks.size();
   }
   const v1::ExperimentSpec& spec = e.spec();
   for (v1::Phase phase : {v1::PHASE_WARMUP, v1::PHASE_CACHE_SEED, v1::PHASE_FORMAL}) {

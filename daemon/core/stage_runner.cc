@@ -107,6 +107,12 @@ void StageRunner::Enqueue(const std::string& id) {
   cpu_tasks_.push_back([this, id] { Prepare(id); });
 }
 
+std::vector<v1::RenderedCommand> StageRunner::RenderCommands(const v1::ExperimentSpec& spec) {
+  // Its own log directory: rendering may pick ports and names log files,
+  // but a plan must never touch what a running instance writes.
+  return RenderForPlan(engine_, spec, absl::StrCat(options_.log_dir, "/plan"));
+}
+
 absl::Status StageRunner::CancelRunning(const std::string& id) {
   std::shared_ptr<std::atomic<bool>> flag;
   {

@@ -1,5 +1,5 @@
 // StageRunner: executes queued experiments as persisted state machines
-// (DESIGN §5–6). Two threads:
+// (docs/design.md §5–6). Two threads:
 // - the CPU worker runs preflight (and analyze/decide), so the next
 //   experiment is prepared while the current one's load runs;
 // - the accelerator lane runs launch … drain_confirm for one experiment at a
@@ -63,6 +63,7 @@ class StageRunner : public ExperimentExecutor {
 
   void Enqueue(const std::string& id) override;
   absl::Status CancelRunning(const std::string& id) override;
+  std::vector<v1::RenderedCommand> RenderCommands(const v1::ExperimentSpec& spec) override;
   std::pair<std::string, v1::StageName> LaneOwner() override {
     Lane current = lane();
     return {current.owner, current.stage};

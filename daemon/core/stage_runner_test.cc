@@ -7,6 +7,7 @@
 
 #include "daemon/core/control_plane.h"
 #include "daemon/core/planner.h"
+#include "daemon/core/stages.h"
 #include "daemon/core/testing/fake_store.h"
 #include "google/protobuf/util/time_util.h"
 #include "tests/testing/status_matchers.h"
@@ -19,6 +20,7 @@ namespace {
 using servelab::testing::IsOk;
 using servelab::testing::StatusIs;
 using ::testing::HasSubstr;
+using ::testing::AllOf;
 
 // Serving instances that exist only as counters; a formal request moves
 // prefill prompt tokens and decode generation tokens like a real P/D pair.
@@ -52,7 +54,33 @@ class FakeEngine : public Engine {
     absl::MutexLock lock(&mu);
     return counters[instance.side()];
   }
-  absl::Status ResetPrefixCache(const v1::ServingInstance&) override { return absl::OkStatus(); }
+  // Like vLLM: answers OK, but does nothing while `refuse_resets` > 0 (blocks
+  // held elsewhere); `busy_resets` > 0 answers UNAVAILABLE like SGLang's 400.
+  absl::Status ResetPrefixCache(const v1::ServingInstance& instance) override {
+    absl::MutexLock lock(&mu);
+    ++reset_calls;
+    if (busy_resets > 0) {
+      --busy_resets;
+      return absl::UnavailableError("flush_cache answered 400: requests still running");
+    }
+    if (refuse_resets > 0) {
+      --refuse_resets;
+      return absl::OkStatus();
+    }
+    probe_cached.erase(instance.side());
+    return absl::OkStatus();
+  }
+  bool ResetNeedsConfirmation(const v1::ServingInstance&) override { return true; }
+  // A probe of 32 tokens: all of them hit when it was cached before.
+  absl::Status SendProbeRequest(const v1::ServingInstance& instance, const std::string&) override {
+    absl::MutexLock lock(&mu);
+    InstanceCounters& c = counters[instance.side()];
+    c.prefix_cache_queries += 32;
+    if (probe_cached.count(instance.side()) > 0) c.prefix_cache_hits += 32;
+    probe_cached.insert(instance.side());
+    ++probes;
+    return absl::OkStatus();
+  }
   std::string BaseUrl(const v1::ServingInstance& instance) override {
     return "http://127.0.0.1:" + std::to_string(instance.port());
   }
@@ -63,6 +91,14 @@ class FakeEngine : public Engine {
   std::set<int> alive;
   std::map<v1::Side, int> launches;
   std::map<v1::Side, InstanceCounters> counters;
+  std::set<v1::Side> probe_cached;
+  // A router that serves the decode leg itself: tokens move, D's own
+  // request counter does not.
+  bool decode_drops_requests = false;
+  int refuse_resets = 0;
+  int busy_resets = 0;
+  int reset_calls = 0;
+  int probes = 0;
 };
 
 class FakeLoad : public LoadDriver {
@@ -98,7 +134,9 @@ class FakeLoad : public LoadDriver {
     {
       absl::MutexLock lock(&engine_.mu);
       engine_.counters[v1::SIDE_PREFILL].prompt_tokens += 100 * n;
+      engine_.counters[v1::SIDE_PREFILL].request_success += n;
       engine_.counters[v1::SIDE_DECODE].generation_tokens += out * n;
+      engine_.counters[v1::SIDE_DECODE].request_success += engine_.decode_drops_requests ? 0 : n;
     }
     {
       absl::MutexLock lock(&mu);
@@ -316,6 +354,104 @@ TEST_F(StageRunnerTest, RecoveryClassifiesAnInterruptedFormalLoad) {
   EXPECT_EQ(e.failure_class(), v1::LOAD_INTERRUPTED);
   EXPECT_EQ(StageOf(e, v1::STAGE_FORMAL_LOAD).status(), v1::STAGE_STATUS_FAILED);
   EXPECT_EQ(load_.SentIn(v1::PHASE_FORMAL), 0);  // Never re-sent by itself.
+}
+
+// Stage bodies called directly on a deployment of fake instances.
+class StageBodyTest : public StageRunnerTest {
+ protected:
+  void SetUp() override {
+    StageRunnerTest::SetUp();
+    for (v1::Side side : {v1::SIDE_PREFILL, v1::SIDE_DECODE, v1::SIDE_ROUTER}) {
+      v1::ServingInstance instance;
+      instance.set_side(side);
+      instance.set_pid(static_cast<int>(side));
+      ASSERT_THAT(store_.PutInstance(instance), IsOk());
+    }
+    e_ = Submit("", {"limits.warmup_timeout=300ms", "limits.drain_timeout=100ms"});
+  }
+
+  StageEnv Env() {
+    return StageEnv{store_, engine_, load_, metrics_, clock_, "/tmp", cancel_,
+                    absl::Milliseconds(10), absl::Milliseconds(1)};
+  }
+
+  std::atomic<bool> cancel_{false};
+  v1::Experiment e_;
+};
+
+TEST_F(StageBodyTest, RouteVerifyNeedsBothSidesOwnRequestCounters) {
+  StageEnv env = Env();
+  absl::StatusOr<Counters> ok = RouteVerify(env, e_);
+  ASSERT_THAT(ok, IsOk());
+  EXPECT_EQ(ok->at("prefill_requests_delta"), 1);
+  EXPECT_EQ(ok->at("decode_requests_delta"), 1);
+  // Tokens moved on both sides, but D never counted a request of its own.
+  engine_.decode_drops_requests = true;
+  EXPECT_THAT(RouteVerify(env, e_), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                             HasSubstr("decode by 0 requests")));
+}
+
+TEST_F(StageBodyTest, CacheResetIsConfirmedByAProbeThatNoLongerHits) {
+  StageEnv env = Env();
+  engine_.refuse_resets = 2;  // Answered OK twice without doing anything.
+  absl::StatusOr<Counters> c = CacheReset(env, e_);
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->at("prefill_reset_attempts"), 3);
+  EXPECT_EQ(c->at("decode_reset_attempts"), 1);
+  // One probe to cache the prompt, then one after every reset that answered OK.
+  EXPECT_EQ(c->at("prefill_probe_requests"), 4);
+  EXPECT_EQ(c->at("decode_probe_requests"), 2);
+}
+
+TEST_F(StageBodyTest, CacheResetRetriesWhileTheEngineIsBusy) {
+  StageEnv env = Env();
+  engine_.busy_resets = 3;  // SGLang's /flush_cache answering 400.
+  absl::StatusOr<Counters> c = CacheReset(env, e_);
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->at("prefill_reset_attempts"), 4);
+}
+
+TEST_F(StageBodyTest, CacheResetNeverConfirmedFailsAtTheDeadline) {
+  StageEnv env = Env();
+  engine_.refuse_resets = 1 << 30;
+  EXPECT_THAT(CacheReset(env, e_),
+              StatusIs(absl::StatusCode::kDeadlineExceeded,
+                       AllOf(HasSubstr("prefill prefix cache not reset"),
+                             HasSubstr("still hit 32 tokens"))));
+}
+
+TEST_F(StageBodyTest, CacheResetWaitsForKvBlocksToBeReleased) {
+  StageEnv env = Env();
+  {
+    absl::MutexLock lock(&engine_.mu);
+    engine_.counters[v1::SIDE_PREFILL].kv_cache_usage = 0.25;  // A NIXL lease.
+  }
+  EXPECT_THAT(CacheReset(env, e_), StatusIs(absl::StatusCode::kDeadlineExceeded,
+                                            HasSubstr("KV usage 0.25")));
+  EXPECT_EQ(engine_.reset_calls, 0);
+  std::thread release([&] {
+    absl::SleepFor(absl::Milliseconds(50));
+    absl::MutexLock lock(&engine_.mu);
+    engine_.counters[v1::SIDE_PREFILL].kv_cache_usage = 0;
+  });
+  EXPECT_THAT(CacheReset(env, e_), IsOk());
+  release.join();
+}
+
+TEST_F(StageBodyTest, DrainCountsRequestsBetweenThePdQueues) {
+  StageEnv env = Env();
+  {
+    absl::MutexLock lock(&engine_.mu);
+    // Neither running nor waiting, but still in SGLang's transfer queue.
+    engine_.counters[v1::SIDE_DECODE].requests_in_transfer = 2;
+  }
+  EXPECT_THAT(DrainConfirm(env, e_), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                              HasSubstr("2 in transfer")));
+  {
+    absl::MutexLock lock(&engine_.mu);
+    engine_.counters[v1::SIDE_DECODE].requests_in_transfer = 0;
+  }
+  EXPECT_THAT(DrainConfirm(env, e_), IsOk());
 }
 
 }  // namespace

@@ -40,6 +40,17 @@ struct StageEnv {
   absl::Duration drain_poll;
 };
 
+// Renders prefill, decode and router (against the sides' ports) with the
+// code Launch uses. On error `failed_side` names the side that failed.
+absl::StatusOr<std::vector<LaunchCommand>> RenderDeployment(Engine& engine,
+                                                           const v1::ExperimentSpec& spec,
+                                                           const std::string& log_dir,
+                                                           v1::Side* failed_side);
+// The same, as `servelab plan` shows it: one entry per side rendered, or
+// one entry with the error of the first side that cannot be.
+std::vector<v1::RenderedCommand> RenderForPlan(Engine& engine, const v1::ExperimentSpec& spec,
+                                               const std::string& log_dir);
+
 absl::StatusOr<Counters> Preflight(StageEnv& env, const v1::Experiment& e);
 absl::StatusOr<Counters> LaunchSide(StageEnv& env, const v1::Experiment& e, v1::Side side);
 absl::StatusOr<Counters> Warmup(StageEnv& env, const v1::Experiment& e);
@@ -64,6 +75,9 @@ absl::StatusOr<v1::Result> AnalyzeStored(StageEnv& env, const v1::Experiment& e)
 absl::StatusOr<std::optional<v1::Decision>> DecideAgainstBaseline(StageEnv& env,
                                                                   const v1::Experiment& e,
                                                                   const v1::Result& result);
+
+// "prefill", "decode", "router".
+std::string SideLabel(v1::Side side);
 
 // The stored instance of `side`, if any.
 std::optional<v1::ServingInstance> InstanceFor(Store& store, v1::Side side);

@@ -14,7 +14,11 @@ absl::StatusOr<std::unique_ptr<core::Engine>> MakeEngine(v1::Engine kind,
       return std::unique_ptr<core::Engine>(*std::move(sim));
     }
     case v1::ENGINE_VLLM:
-      return std::unique_ptr<core::Engine>(std::make_unique<VllmEngine>(options.vllm));
+      return std::unique_ptr<core::Engine>(
+          std::make_unique<VllmEngine>(options.vllm, VllmPlatform::kCuda));
+    case v1::ENGINE_VLLM_ASCEND:
+      return std::unique_ptr<core::Engine>(
+          std::make_unique<VllmEngine>(options.vllm, VllmPlatform::kAscend));
     case v1::ENGINE_SGLANG:
       return std::unique_ptr<core::Engine>(std::make_unique<SglangEngine>(options.sglang));
     case v1::ENGINE_COMMAND:
@@ -22,7 +26,7 @@ absl::StatusOr<std::unique_ptr<core::Engine>> MakeEngine(v1::Engine kind,
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("deployment.engine: no engine for ", v1::Engine_Name(kind),
-                       " (sim, vllm, sglang, command)"));
+                       " (sim, vllm, vllm_ascend, sglang, command)"));
   }
 }
 

@@ -63,6 +63,17 @@ absl::Status EngineSet::ResetPrefixCache(const v1::ServingInstance& instance) {
   return engine->ResetPrefixCache(instance);
 }
 
+bool EngineSet::ResetNeedsConfirmation(const v1::ServingInstance& instance) {
+  absl::StatusOr<core::Engine*> engine = For(instance.engine());
+  return !engine.ok() || (*engine)->ResetNeedsConfirmation(instance);
+}
+
+absl::Status EngineSet::SendProbeRequest(const v1::ServingInstance& instance,
+                                         const std::string& prompt) {
+  SERVELAB_ASSIGN_OR_RETURN(core::Engine * engine, For(instance.engine()));
+  return engine->SendProbeRequest(instance, prompt);
+}
+
 std::string EngineSet::BaseUrl(const v1::ServingInstance& instance) {
   absl::StatusOr<core::Engine*> engine = For(instance.engine());
   return engine.ok() ? (*engine)->BaseUrl(instance)

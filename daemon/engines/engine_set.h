@@ -30,6 +30,9 @@ class EngineSet : public core::Engine {
   absl::Status Stop(const v1::ServingInstance& instance, absl::Duration grace) override;
   absl::StatusOr<core::InstanceCounters> Scrape(const v1::ServingInstance& instance) override;
   absl::Status ResetPrefixCache(const v1::ServingInstance& instance) override;
+  bool ResetNeedsConfirmation(const v1::ServingInstance& instance) override;
+  absl::Status SendProbeRequest(const v1::ServingInstance& instance,
+                                const std::string& prompt) override;
   std::string BaseUrl(const v1::ServingInstance& instance) override;
 
  private:

@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "daemon/engines/http_probe.h"
 #include "daemon/engines/process_launcher.h"
+#include "common/json_quote.h"
 #include "daemon/engines/render_common.h"
 
 namespace servelab::engines {
@@ -37,32 +38,81 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
   return absl::OkStatus();
 }
 
+// One process of an instance: rank 0 from the instance's own fields, then
+// every extra rank.
+struct Process {
+  int dp_rank = 0;
+  int pid = 0;
+  int64_t start_ticks = 0;
+  int port = 0;
+  std::string log_path;
+};
+
+std::vector<Process> ProcessesOf(const v1::ServingInstance& instance) {
+  std::vector<Process> all = {{0, instance.pid(), instance.process_start_ticks(), instance.port(),
+                               instance.log_path()}};
+  for (const v1::RankProcess& r : instance.extra_ranks()) {
+    all.push_back({r.dp_rank(), r.pid(), r.process_start_ticks(), r.port(), r.log_path()});
+  }
+  return all;
+}
+
+std::string Describe(const v1::ServingInstance& instance, const Process& p) {
+  return absl::StrCat(SideName(instance.side()), instance.extra_ranks_size() > 0
+                                                      ? absl::StrCat(" rank ", p.dp_rank)
+                                                      : std::string(),
+                      " instance (pid ", p.pid, ", port ", p.port, ")");
+}
+
 std::string Describe(const v1::ServingInstance& instance) {
-  return absl::StrCat(SideName(instance.side()), " instance (pid ", instance.pid(), ", port ",
-                      instance.port(), ")");
+  return Describe(instance, ProcessesOf(instance).front());
 }
 
 }  // namespace
 
 ServingProtocol VllmProtocol() {
   ServingProtocol p;
+  // vLLM's toy_proxy_server.py (tests/v1/kv_connector/nixl_integration/)
+  // and vllm-ascend's load_balance_proxy_server_example.py answer only
+  // /healthcheck; servelab-sim's router answers /health.
   p.router_health_paths = {"/health", "/healthcheck"};
+  // vllm/v1/metrics/loggers.py (PrometheusStatLogger). KV usage was
+  // vllm:gpu_cache_usage_perc before it became vllm:kv_cache_usage_perc.
   p.counters = {"vllm:num_requests_running",   "vllm:num_requests_waiting",
                 "vllm:request_success_total",  "vllm:prompt_tokens_total",
                 "vllm:generation_tokens_total", "vllm:prefix_cache_queries_total",
-                "vllm:prefix_cache_hits_total"};
+                "vllm:prefix_cache_hits_total",
+                {"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"},
+                {}};
+  // vllm/entrypoints/openai/api_server.py registers POST /reset_prefix_cache
+  // only under VLLM_SERVER_DEV_MODE and answers 200 whatever the engine
+  // core's reset_prefix_cache returned (it returns False while blocks are in
+  // use), so a 200 proves nothing.
+  p.reset_needs_confirmation = true;
   return p;
 }
 
 ServingProtocol SglangProtocol() {
   ServingProtocol p;
+  // python/sglang/srt/entrypoints/http_server.py: /flush_cache answers 200
+  // only when the scheduler flushed (it refuses unless idle) and 400
+  // otherwise, so its answer is the confirmation.
   p.reset_prefix_cache_path = "/flush_cache";
-  // SGLang counts cached prompt tokens but not "queried" tokens; every
-  // prompt token is a query, so the hit ratio is hits / prompt tokens.
-  p.counters = {"sglang:num_running_reqs",       "sglang:num_queue_reqs",
-                "sglang:num_requests_total",     "sglang:prompt_tokens_total",
-                "sglang:generation_tokens_total", "sglang:prompt_tokens_total",
-                "sglang:cached_tokens_total"};
+  p.reset_needs_confirmation = false;
+  // python/sglang/srt/metrics/collector.py. SGLang counts cached prompt
+  // tokens but not "queried" tokens; every prompt token is a query, so the
+  // hit ratio is hits / prompt tokens. The P/D queue gauges count requests
+  // between the prefill and decode queues (bootstrap, KV transfer).
+  p.counters = {"sglang:num_running_reqs",
+                "sglang:num_queue_reqs",
+                "sglang:num_requests_total",
+                "sglang:prompt_tokens_total",
+                "sglang:generation_tokens_total",
+                "sglang:prompt_tokens_total",
+                "sglang:cached_tokens_total",
+                {"sglang:token_usage"},
+                {"sglang:num_prefill_prealloc_queue_reqs", "sglang:num_prefill_inflight_queue_reqs",
+                 "sglang:num_decode_prealloc_queue_reqs", "sglang:num_decode_transfer_queue_reqs"}};
   return p;
 }
 
@@ -77,6 +127,8 @@ core::InstanceCounters CountersFromSamples(const MetricSamples& samples,
   c.generation_tokens = sum(names.generation_tokens);
   c.prefix_cache_queries = sum(names.prefix_cache_queries);
   c.prefix_cache_hits = sum(names.prefix_cache_hits);
+  for (const std::string& name : names.kv_cache_usage) c.kv_cache_usage += sum(name);
+  for (const std::string& name : names.requests_in_transfer) c.requests_in_transfer += sum(name);
   return c;
 }
 
@@ -94,6 +146,21 @@ absl::StatusOr<v1::ServingInstance> ProcessEngine::Launch(const core::LaunchComm
   instance.set_process_start_ticks(process->start_ticks);
   instance.set_port(command.port);
   instance.set_log_path(command.log_path);
+  instance.set_served_model(command.served_model);
+  for (const core::RankCommand& rank : command.extra_ranks) {
+    absl::StatusOr<StartedProcess> started = StartProcess(rank.argv, rank.env, rank.log_path);
+    if (!started.ok()) {
+      // All ranks or none: a side with a missing rank cannot serve.
+      Stop(instance, absl::Seconds(5)).IgnoreError();
+      return started.status();
+    }
+    v1::RankProcess& r = *instance.add_extra_ranks();
+    r.set_dp_rank(rank.dp_rank);
+    r.set_pid(started->pid);
+    r.set_process_start_ticks(started->start_ticks);
+    r.set_port(rank.port);
+    r.set_log_path(rank.log_path);
+  }
   absl::Time now = absl::Now();
   int64_t seconds = absl::ToUnixSeconds(now);
   instance.mutable_launched_at()->set_seconds(seconds);
@@ -106,69 +173,124 @@ absl::Status ProcessEngine::WaitReady(const v1::ServingInstance& instance, absl:
   const std::vector<std::string> paths = instance.side() == v1::SIDE_ROUTER
                                              ? protocol_.router_health_paths
                                              : std::vector<std::string>{protocol_.health_path};
-  std::string last_answer = "no probe answered yet";
-  absl::Duration pause = kFirstPoll;
-  while (true) {
-    // Checked before each probe so that a process that died is reported as
-    // such even if something else now answers on its port.
-    if (!Alive(instance)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(Describe(instance), " exited before it became ready; last lines of ",
-                       instance.log_path(), ":\n", LogTail(instance.log_path(), kLogTailLines)));
+  for (const Process& p : ProcessesOf(instance)) {
+    std::string last_answer = "no probe answered yet";
+    absl::Duration pause = kFirstPoll;
+    bool ready = false;
+    while (!ready) {
+      // Checked before each probe so that a process that died is reported as
+      // such even if something else now answers on its port.
+      if (!engines::Alive(p.pid, p.start_ticks)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(Describe(instance, p), " exited before it became ready; last lines of ",
+                         p.log_path, ":\n", LogTail(p.log_path, kLogTailLines)));
+      }
+      for (const std::string& path : paths) {
+        absl::Duration left = deadline - absl::Now();
+        if (left <= absl::ZeroDuration()) break;
+        absl::StatusOr<HttpResponse> r = HttpGet(p.port, path, std::min(left, kHealthProbeTimeout));
+        if (r.ok() && r->status == 200) {
+          ready = true;
+          break;
+        }
+        last_answer = r.ok() ? absl::StrCat("GET ", path, " answered ", r->status, " ", r->body)
+                             : std::string(r.status().message());
+      }
+      if (ready) break;
+      if (absl::Now() >= deadline) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            Describe(instance, p), " not ready by the deadline; last probe: ", last_answer));
+      }
+      absl::SleepFor(std::min(pause, deadline - absl::Now()));
+      pause = std::min(pause * 2, kMaxPoll);
     }
-    for (const std::string& path : paths) {
-      absl::Duration left = deadline - absl::Now();
-      if (left <= absl::ZeroDuration()) break;
-      absl::StatusOr<HttpResponse> r =
-          HttpGet(instance.port(), path, std::min(left, kHealthProbeTimeout));
-      if (r.ok() && r->status == 200) return absl::OkStatus();
-      last_answer = r.ok() ? absl::StrCat("GET ", path, " answered ", r->status, " ", r->body)
-                           : std::string(r.status().message());
-    }
-    if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat(Describe(instance), " not ready by the deadline; last probe: ", last_answer));
-    }
-    absl::SleepFor(std::min(pause, deadline - absl::Now()));
-    pause = std::min(pause * 2, kMaxPoll);
   }
+  return absl::OkStatus();
 }
 
 bool ProcessEngine::Alive(const v1::ServingInstance& instance) {
-  return engines::Alive(instance.pid(), instance.process_start_ticks());
+  for (const Process& p : ProcessesOf(instance)) {
+    if (!engines::Alive(p.pid, p.start_ticks)) return false;
+  }
+  return true;
 }
 
 absl::Status ProcessEngine::Stop(const v1::ServingInstance& instance, absl::Duration grace) {
-  return engines::Stop(instance.pid(), instance.process_start_ticks(), grace);
+  absl::Status first_error;
+  for (const Process& p : ProcessesOf(instance)) {
+    absl::Status stopped = engines::Stop(p.pid, p.start_ticks, grace);
+    if (!stopped.ok() && first_error.ok()) first_error = stopped;
+  }
+  return first_error;
 }
 
 absl::StatusOr<core::InstanceCounters> ProcessEngine::Scrape(const v1::ServingInstance& instance) {
-  absl::StatusOr<HttpResponse> r =
-      HttpGet(instance.port(), protocol_.metrics_path, protocol_.probe_timeout);
-  if (!r.ok()) return r.status();
-  if (r->status != 200) {
-    return absl::UnavailableError(absl::StrCat(Describe(instance), ": GET ", protocol_.metrics_path,
-                                               " answered ", r->status));
+  core::InstanceCounters total;
+  for (const Process& p : ProcessesOf(instance)) {
+    absl::StatusOr<HttpResponse> r = HttpGet(p.port, protocol_.metrics_path, protocol_.probe_timeout);
+    if (!r.ok()) return r.status();
+    if (r->status != 200) {
+      return absl::UnavailableError(absl::StrCat(Describe(instance, p), ": GET ",
+                                                 protocol_.metrics_path, " answered ", r->status));
+    }
+    absl::StatusOr<MetricSamples> samples = ParsePrometheusText(r->body);
+    if (!samples.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Describe(instance, p), ": ", samples.status().message()));
+    }
+    core::InstanceCounters c = CountersFromSamples(*samples, protocol_.counters);
+    total.requests_running += c.requests_running;
+    total.requests_waiting += c.requests_waiting;
+    total.request_success += c.request_success;
+    total.prompt_tokens += c.prompt_tokens;
+    total.generation_tokens += c.generation_tokens;
+    total.prefix_cache_queries += c.prefix_cache_queries;
+    total.prefix_cache_hits += c.prefix_cache_hits;
+    total.kv_cache_usage = std::max(total.kv_cache_usage, c.kv_cache_usage);
+    total.requests_in_transfer += c.requests_in_transfer;
   }
-  absl::StatusOr<MetricSamples> samples = ParsePrometheusText(r->body);
-  if (!samples.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Describe(instance), ": ", samples.status().message()));
-  }
-  return CountersFromSamples(*samples, protocol_.counters);
+  return total;
 }
 
 absl::Status ProcessEngine::ResetPrefixCache(const v1::ServingInstance& instance) {
   if (protocol_.reset_prefix_cache_path.empty()) {
-    return absl::UnimplementedError("this engine has no prefix-cache reset endpoint");
+    return absl::FailedPreconditionError("this engine has no prefix-cache reset endpoint");
   }
-  absl::StatusOr<HttpResponse> r =
-      HttpPost(instance.port(), protocol_.reset_prefix_cache_path, "", protocol_.probe_timeout);
-  if (!r.ok()) return r.status();
-  if (r->status != 200) {
-    return absl::UnavailableError(absl::StrCat(Describe(instance), ": POST ",
-                                               protocol_.reset_prefix_cache_path, " answered ",
-                                               r->status, " ", r->body));
+  for (const Process& p : ProcessesOf(instance)) {
+    absl::StatusOr<HttpResponse> r =
+        HttpPost(p.port, protocol_.reset_prefix_cache_path, "", protocol_.probe_timeout);
+    if (!r.ok()) return r.status();
+    if (r->status == 404) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          Describe(instance, p), ": POST ", protocol_.reset_prefix_cache_path,
+          " answered 404 (vLLM serves it only with VLLM_SERVER_DEV_MODE=1 in its environment)"));
+    }
+    if (r->status != 200) {
+      return absl::UnavailableError(absl::StrCat(Describe(instance, p), ": POST ",
+                                                 protocol_.reset_prefix_cache_path, " answered ",
+                                                 r->status, " ", r->body));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ProcessEngine::SendProbeRequest(const v1::ServingInstance& instance,
+                                             const std::string& prompt) {
+  std::string body = "{";
+  if (!instance.served_model().empty()) {
+    absl::StrAppend(&body, "\"model\":", JsonQuote(instance.served_model()), ",");
+  }
+  absl::StrAppend(&body, "\"prompt\":", JsonQuote(prompt),
+                  ",\"max_tokens\":1,\"stream\":false}");
+  for (const Process& p : ProcessesOf(instance)) {
+    absl::StatusOr<HttpResponse> r =
+        HttpPost(p.port, "/v1/completions", body, protocol_.probe_timeout);
+    if (!r.ok()) return r.status();
+    if (r->status != 200) {
+      return absl::UnavailableError(absl::StrCat(Describe(instance, p),
+                                                 ": probe POST /v1/completions answered ",
+                                                 r->status, " ", r->body));
+    }
   }
   return absl::OkStatus();
 }

@@ -36,6 +36,9 @@ struct CounterNames {
   std::string generation_tokens;
   std::string prefix_cache_queries;
   std::string prefix_cache_hits;
+  // Summed: the names differ between releases, and only one exists at a time.
+  std::vector<std::string> kv_cache_usage;
+  std::vector<std::string> requests_in_transfer;
 };
 
 struct ServingProtocol {
@@ -46,12 +49,14 @@ struct ServingProtocol {
   std::string metrics_path = "/metrics";
   // POST; empty when the engine has no such endpoint.
   std::string reset_prefix_cache_path = "/reset_prefix_cache";
+  // The reset's 200 proves nothing (vLLM), so it is confirmed by a probe.
+  bool reset_needs_confirmation = true;
   CounterNames counters;
   // Per HTTP exchange (a /metrics scrape of a busy instance can be slow).
   absl::Duration probe_timeout = absl::Seconds(5);
 };
 
-// vLLM's (and servelab-sim's) metric names and endpoints.
+// vLLM's (and servelab-sim's) metric names and endpoints; vllm-ascend's too.
 ServingProtocol VllmProtocol();
 // SGLang's: /flush_cache, sglang:* metrics (needs --enable-metrics).
 ServingProtocol SglangProtocol();
@@ -63,8 +68,9 @@ class ProcessEngine : public core::Engine {
  public:
   explicit ProcessEngine(ServingProtocol protocol) : protocol_(std::move(protocol)) {}
 
-  // Writes command.files, then starts argv in its own session. Errors as
-  // StartProcess (FAILED_PRECONDITION for a binary that cannot run).
+  // Writes command.files, then starts argv (and every extra rank) in its own
+  // session. Errors as StartProcess (FAILED_PRECONDITION for a binary that
+  // cannot run); ranks already started are stopped again on error.
   absl::StatusOr<v1::ServingInstance> Launch(const core::LaunchCommand& command) override;
   // Polls the health endpoint until 200. FAILED_PRECONDITION with the last
   // lines of the log when the process exits first; DEADLINE_EXCEEDED with
@@ -75,9 +81,15 @@ class ProcessEngine : public core::Engine {
   // UNAVAILABLE when /metrics does not answer 200; INVALID_ARGUMENT when it
   // is not Prometheus text.
   absl::StatusOr<core::InstanceCounters> Scrape(const v1::ServingInstance& instance) override;
-  // UNIMPLEMENTED when the protocol has no reset endpoint; UNAVAILABLE when
-  // the instance does not answer 200.
+  // FAILED_PRECONDITION when the protocol has no reset endpoint or the
+  // instance answers 404 (vLLM without VLLM_SERVER_DEV_MODE=1); UNAVAILABLE
+  // for any other answer but 200 (SGLang's 400 while busy): retry.
   absl::Status ResetPrefixCache(const v1::ServingInstance& instance) override;
+  bool ResetNeedsConfirmation(const v1::ServingInstance& instance) override {
+    return protocol_.reset_needs_confirmation;
+  }
+  absl::Status SendProbeRequest(const v1::ServingInstance& instance,
+                                const std::string& prompt) override;
   std::string BaseUrl(const v1::ServingInstance& instance) override;
 
   const ServingProtocol& protocol() const { return protocol_; }

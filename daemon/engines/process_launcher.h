@@ -1,6 +1,6 @@
 // Starting, watching and stopping serving processes on this machine.
 //
-// A serving instance must outlive the daemon that started it (DESIGN §6
+// A serving instance must outlive the daemon that started it (docs/design.md §8
 // "Daemon restart"), so every process starts in its own session and process
 // group (its pid is the group id), with stdin on /dev/null and stdout+stderr
 // appended to a log file. A process is identified by its pid *and* its start

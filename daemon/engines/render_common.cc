@@ -119,16 +119,4 @@ std::string JoinDevices(const v1::InstanceSpec& instance) {
   return absl::StrJoin(instance.devices(), ",");
 }
 
-std::string CommandToText(const core::LaunchCommand& command) {
-  std::string text;
-  for (const std::string& arg : command.argv) absl::StrAppend(&text, arg, "\n");
-  for (const auto& [name, value] : command.env) absl::StrAppend(&text, "env ", name, "=", value, "\n");
-  absl::StrAppend(&text, "port ", command.port, "\nlog ", command.log_path, "\n");
-  for (const auto& [path, content] : command.files) {
-    absl::StrAppend(&text, "file ", path, "\n", content);
-    if (!content.empty() && content.back() != '\n') text.push_back('\n');
-  }
-  return text;
-}
-
 }  // namespace servelab::engines

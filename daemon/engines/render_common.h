@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/core/engine.h"
+#include "daemon/core/launch_command_text.h"
 #include "servelab/v1/experiment.pb.h"
 #include "servelab/v1/spec.pb.h"
 
@@ -53,9 +54,8 @@ absl::StatusOr<core::LaunchCommand> NewLaunchCommand(const v1::ExperimentSpec& s
 // "0,1,2,3" for CUDA_VISIBLE_DEVICES; empty for no devices.
 std::string JoinDevices(const v1::InstanceSpec& instance);
 
-// argv one per line, then "env K=V" lines, "port P", "log PATH", then
-// "file PATH" followed by its content; ends with a newline.
-std::string CommandToText(const core::LaunchCommand& command);
+// The text form of a command (daemon/core/launch_command_text.h).
+using core::CommandToText;
 
 }  // namespace servelab::engines
 

@@ -1,19 +1,27 @@
 // Engine for ENGINE_SGLANG: PD-disaggregated sglang.launch_server
 // instances behind sglang_router.
 //
-// Prefill (decode: --disaggregation-mode decode):
+// Prefill (decode: --disaggregation-mode decode, no bootstrap port):
 //   PYTHON -m sglang.launch_server --model-path MODEL --host 127.0.0.1 --port P
-//   --disaggregation-mode prefill --disaggregation-transfer-backend BACKEND
-//   --tp-size TP --dp-size DP --ep-size EP --chunked-prefill-size N
-//   --max-running-requests S --context-length L --init-expert-location FILE
-//   --enable-metrics EXTRA...     env: CUDA_VISIBLE_DEVICES, then the spec's env
+//   [--served-model-name N] --disaggregation-mode prefill
+//   --disaggregation-transfer-backend mooncake|nixl [--disaggregation-ib-device IB]
+//   --disaggregation-bootstrap-port BP --tp-size DEVICES [--dp-size DP
+//   --enable-dp-attention] [--ep-size EP] --chunked-prefill-size N
+//   --max-running-requests S --context-length L [--mem-fraction-static F]
+//   [--quantization Q] [--init-expert-location FILE --ep-dispatch-algorithm static]
+//   --enable-metrics --enable-cache-report EXTRA...
+//   env: CUDA_VISIBLE_DEVICES, then the spec's env.
+// SGLang's --tp-size is the instance's device count; data parallel inside an
+// instance is DP attention (python/sglang/srt/server_args.py). --enable-metrics
+// is what serves /metrics (Scrape, drain); --enable-cache-report is what puts
+// cached_tokens in usage.
 // Router: deployment.router.command_argv if given, else
 //   PYTHON -m sglang_router.launch_router --pd-disaggregation
-//   --prefill http://127.0.0.1:P --decode http://127.0.0.1:D --host 127.0.0.1 --port R
-// (the prefill's KV bootstrap port is SGLang's default on both ends).
-// --enable-metrics is always passed: Scrape and drain_confirm need /metrics.
-// INVALID_ARGUMENT for a missing model or context_parallel > 1 (not mapped).
-// Thread-safe.
+//   --prefill http://127.0.0.1:P BP --decode http://127.0.0.1:D --host 127.0.0.1 --port R
+// Every rendered argv is checked against the flag table of
+// deployment.engine_version (flag_check.h). INVALID_ARGUMENT naming the field
+// for a missing model, context_parallel > 1 (not mapped), or an ep_size that
+// does not divide tp_size. Thread-safe.
 #ifndef SERVELAB_DAEMON_ENGINES_SGLANG_RENDERER_H_
 #define SERVELAB_DAEMON_ENGINES_SGLANG_RENDERER_H_
 
@@ -24,10 +32,9 @@
 
 namespace servelab::engines {
 
+// servelabd's flags; deployment.programs.python_binary overrides.
 struct SglangOptions {
   std::string python_binary = "/usr/bin/python3";
-  // --disaggregation-transfer-backend: mooncake or nixl.
-  std::string transfer_backend = "mooncake";
 };
 
 absl::StatusOr<core::LaunchCommand> RenderSglang(const v1::ExperimentSpec& spec, v1::Side side,

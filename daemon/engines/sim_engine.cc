@@ -79,6 +79,7 @@ absl::StatusOr<core::LaunchCommand> SimEngine::Render(const v1::ExperimentSpec& 
                                    ? spec.deployment().prefill().model()
                                    : spec.deployment().decode().model();
     if (!model.empty()) command.argv.insert(command.argv.end(), {"--model", model});
+    command.served_model = model;
     command.argv.insert(command.argv.end(), router.extra_args().begin(), router.extra_args().end());
     command.env.insert(router.env().begin(), router.env().end());
     return command;
@@ -88,6 +89,7 @@ absl::StatusOr<core::LaunchCommand> SimEngine::Render(const v1::ExperimentSpec& 
   if (!instance.ok()) return instance.status();
   const v1::InstanceSpec& is = **instance;
   if (!is.model().empty()) command.argv.insert(command.argv.end(), {"--model", is.model()});
+  command.served_model = is.model();
   if (is.max_num_seqs() > 0 || is.max_num_batched_tokens() > 0 || is.max_model_len() > 0) {
     std::string config_path = absl::StrCat(log_dir, "/", SideName(side), ".sim.yaml");
     command.argv.insert(command.argv.end(), {"--config", config_path});

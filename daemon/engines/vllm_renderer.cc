@@ -3,8 +3,12 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "daemon/engines/flag_check.h"
 #include "daemon/engines/render_common.h"
 #include "daemon/engines/spec_template.h"
+#include "daemon/engines/vllm_platform.h"
 
 namespace servelab::engines {
 namespace {
@@ -16,73 +20,65 @@ void AddIfSet(std::vector<std::string>& argv, const char* flag, int value) {
 absl::StatusOr<core::LaunchCommand> RenderRouter(const v1::ExperimentSpec& spec,
                                                  const core::Endpoints& endpoints,
                                                  const std::string& log_dir,
-                                                 const VllmOptions& options,
+                                                 const VllmOptions& options, VllmPlatform platform,
                                                  core::LaunchCommand command) {
   const v1::RouterSpec& router = spec.deployment().router();
-  std::map<std::string, std::string> vars =
-      TemplateVariables(spec, v1::SIDE_ROUTER, command.port, endpoints, log_dir);
   if (!router.command_argv().empty()) {
-    absl::StatusOr<std::vector<std::string>> argv =
-        ExpandArgv(router.command_argv(), spec, vars, "deployment.router.command_argv");
-    if (!argv.ok()) return argv.status();
-    command.argv = *std::move(argv);
+    std::map<std::string, std::string> vars =
+        TemplateVariables(spec, v1::SIDE_ROUTER, command.port, endpoints, log_dir);
+    SERVELAB_ASSIGN_OR_RETURN(
+        command.argv, ExpandArgv(router.command_argv(), spec, vars, "deployment.router.command_argv"));
+    command.argv.insert(command.argv.end(), router.extra_args().begin(), router.extra_args().end());
   } else {
-    if (options.proxy_script.empty()) {
-      return absl::InvalidArgumentError(
-          "deployment.router.command_argv: vLLM installs no P/D proxy binary; give the proxy's "
-          "argv here (placeholders {port} {prefill_port} {decode_port}) or start the daemon with "
-          "the path of vLLM's toy_proxy_server.py");
-    }
-    absl::StatusOr<int> prefill = UpstreamPort(spec, v1::SIDE_PREFILL, endpoints);
-    if (!prefill.ok()) return prefill.status();
-    absl::StatusOr<int> decode = UpstreamPort(spec, v1::SIDE_DECODE, endpoints);
-    if (!decode.ok()) return decode.status();
-    command.argv = {options.python_binary, options.proxy_script,
-                    "--host",              "127.0.0.1",
-                    "--port",              absl::StrCat(command.port),
-                    "--prefiller-host",    "127.0.0.1",
-                    "--prefiller-port",    absl::StrCat(*prefill),
-                    "--decoder-host",      "127.0.0.1",
-                    "--decoder-port",      absl::StrCat(*decode)};
+    std::string tool;
+    SERVELAB_ASSIGN_OR_RETURN(command.argv,
+                              ProxyArgv(spec, endpoints, command.port, options, platform, &tool));
+    command.argv.insert(command.argv.end(), router.extra_args().begin(), router.extra_args().end());
+    SERVELAB_RETURN_IF_ERROR(CheckRenderedFlags(tool, spec, command.argv, 2));
   }
-  command.argv.insert(command.argv.end(), router.extra_args().begin(), router.extra_args().end());
   command.env.insert(router.env().begin(), router.env().end());
   return command;
 }
 
-}  // namespace
+// The devices of DP rank `rank` when each rank is its own process: the
+// side's devices in equal consecutive shares.
+absl::StatusOr<std::string> RankDevices(const v1::InstanceSpec& is, int rank, int ranks,
+                                        const std::string& field) {
+  if (is.devices().empty()) return std::string();
+  if (is.devices_size() % ranks != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".devices: ", is.devices_size(), " devices do not split into ", ranks,
+        " external data-parallel ranks"));
+  }
+  const int share = is.devices_size() / ranks;
+  return absl::StrJoin(is.devices().begin() + rank * share, is.devices().begin() + (rank + 1) * share,
+                       ",");
+}
 
-absl::StatusOr<core::LaunchCommand> RenderVllm(const v1::ExperimentSpec& spec, v1::Side side,
-                                               const core::Endpoints& endpoints,
-                                               const std::string& log_dir,
-                                               const VllmOptions& options) {
-  absl::StatusOr<core::LaunchCommand> started = NewLaunchCommand(spec, side, endpoints, log_dir);
-  if (!started.ok()) return started.status();
-  core::LaunchCommand command = *std::move(started);
-  if (side == v1::SIDE_ROUTER) return RenderRouter(spec, endpoints, log_dir, options, command);
+struct ServeArgs {
+  std::string binary;
+  std::string kv_transfer_config;
+  std::string additional_config;
+  std::map<std::string, std::string> platform_env;
+};
 
-  absl::StatusOr<const v1::InstanceSpec*> instance = InstanceSpecFor(spec, side);
-  if (!instance.ok()) return instance.status();
-  const v1::InstanceSpec& is = **instance;
+// argv and env of one `vllm serve` process (rank `rank` of `ranks`
+// processes; ranks == 1 for the usual single process per side).
+absl::Status RenderServe(const v1::ExperimentSpec& spec, v1::Side side, const ServeArgs& args,
+                         VllmPlatform platform, int port, int rank, int ranks, int rpc_port,
+                         std::vector<std::string>& argv, std::map<std::string, std::string>& env) {
+  const v1::InstanceSpec& is = **InstanceSpecFor(spec, side);
   const std::string field = InstanceFieldPath(side);
-  if (is.model().empty()) return absl::InvalidArgumentError(field + ".model is required for vLLM");
-  const int tp = std::max(1, is.tensor_parallel()), dp = std::max(1, is.data_parallel());
-  if (is.expert_parallel() > 1 && is.expert_parallel() != tp * dp) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".expert_parallel: vLLM's expert-parallel size is tensor_parallel x data_parallel = ",
-        tp * dp, ", not ", is.expert_parallel()));
+  argv = {args.binary, "serve", is.model(), "--host", "127.0.0.1", "--port", absl::StrCat(port)};
+  if (!is.served_model_name().empty()) {
+    argv.insert(argv.end(), {"--served-model-name", is.served_model_name()});
   }
-  if (!is.expert_layout().path().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".expert_layout: stock vLLM has no flag for a static expert layout file; use "
-               "engine command with a {", field, ".expert_layout.path} placeholder"));
-  }
-
-  std::vector<std::string>& argv = command.argv;
-  argv = {options.vllm_binary, "serve", is.model(), "--host", "127.0.0.1", "--port",
-          absl::StrCat(command.port)};
   AddIfSet(argv, "--tensor-parallel-size", is.tensor_parallel());
   AddIfSet(argv, "--data-parallel-size", is.data_parallel());
+  if (ranks > 1) {
+    argv.insert(argv.end(), {"--data-parallel-rank", absl::StrCat(rank), "--data-parallel-address",
+                             "127.0.0.1", "--data-parallel-rpc-port", absl::StrCat(rpc_port)});
+  }
   if (is.expert_parallel() > 1) argv.push_back("--enable-expert-parallel");
   if (is.context_parallel() > 1) {
     AddIfSet(argv,
@@ -93,15 +89,69 @@ absl::StatusOr<core::LaunchCommand> RenderVllm(const v1::ExperimentSpec& spec, v
   AddIfSet(argv, "--max-num-batched-tokens", is.max_num_batched_tokens());
   AddIfSet(argv, "--max-num-seqs", is.max_num_seqs());
   AddIfSet(argv, "--max-model-len", is.max_model_len());
-  argv.insert(argv.end(),
-              {"--kv-transfer-config",
-               absl::StrCat(R"({"kv_connector":"NixlConnector","kv_role":")",
-                            side == v1::SIDE_PREFILL ? "kv_producer" : "kv_consumer", R"("})")});
+  if (is.gpu_memory_utilization() > 0) {
+    argv.insert(argv.end(), {"--gpu-memory-utilization", absl::StrCat(is.gpu_memory_utilization())});
+  }
+  if (!is.quantization().empty()) argv.insert(argv.end(), {"--quantization", is.quantization()});
+  if (!args.additional_config.empty()) {
+    argv.insert(argv.end(), {"--additional-config", args.additional_config});
+  }
+  argv.push_back("--enable-prompt-tokens-details");
+  argv.insert(argv.end(), {"--kv-transfer-config", args.kv_transfer_config});
   argv.insert(argv.end(), is.extra_args().begin(), is.extra_args().end());
 
-  if (!is.devices().empty()) command.env["CUDA_VISIBLE_DEVICES"] = JoinDevices(is);
-  command.env["VLLM_SERVER_DEV_MODE"] = "1";
-  for (const auto& [name, value] : is.env()) command.env[name] = value;
+  SERVELAB_ASSIGN_OR_RETURN(std::string devices,
+                            ranks > 1 ? RankDevices(is, rank, ranks, field) : JoinDevices(is));
+  if (!devices.empty()) env[DeviceVariable(platform)] = devices;
+  env["VLLM_SERVER_DEV_MODE"] = "1";
+  env.insert(args.platform_env.begin(), args.platform_env.end());
+  for (const auto& [name, value] : is.env()) env[name] = value;
+  return CheckRenderedFlags(ServeTool(platform), spec, argv, 2);
+}
+
+}  // namespace
+
+absl::StatusOr<core::LaunchCommand> RenderVllm(const v1::ExperimentSpec& spec, v1::Side side,
+                                               const core::Endpoints& endpoints,
+                                               const std::string& log_dir,
+                                               const VllmOptions& options, VllmPlatform platform) {
+  SERVELAB_ASSIGN_OR_RETURN(core::LaunchCommand command,
+                            NewLaunchCommand(spec, side, endpoints, log_dir));
+  if (side == v1::SIDE_ROUTER) {
+    return RenderRouter(spec, endpoints, log_dir, options, platform, std::move(command));
+  }
+  SERVELAB_ASSIGN_OR_RETURN(const v1::InstanceSpec* instance, InstanceSpecFor(spec, side));
+  const v1::InstanceSpec& is = *instance;
+  const std::string field = InstanceFieldPath(side);
+  if (is.model().empty()) return absl::InvalidArgumentError(field + ".model is required for vLLM");
+  const int tp = std::max(1, is.tensor_parallel()), dp = std::max(1, is.data_parallel());
+  if (is.expert_parallel() > 1 && is.expert_parallel() != tp * dp) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".expert_parallel: vLLM's expert-parallel size is tensor_parallel x data_parallel = ",
+        tp * dp, ", not ", is.expert_parallel()));
+  }
+  ServeArgs args;
+  args.binary = spec.deployment().programs().vllm_binary().empty()
+                    ? options.vllm_binary
+                    : spec.deployment().programs().vllm_binary();
+  SERVELAB_ASSIGN_OR_RETURN(args.kv_transfer_config, KvTransferConfig(spec, side, platform));
+  SERVELAB_ASSIGN_OR_RETURN(args.additional_config, AdditionalConfig(spec, side, platform));
+  args.platform_env = PlatformEnv(spec, side, platform);
+  command.served_model = is.served_model_name().empty() ? is.model() : is.served_model_name();
+
+  // Ranks listen on consecutive ports; the DP coordinator's RPC port follows.
+  const int ranks = is.external_data_parallel() ? dp : 1;
+  const int rpc_port = command.port + ranks;
+  SERVELAB_RETURN_IF_ERROR(RenderServe(spec, side, args, platform, command.port, 0, ranks, rpc_port,
+                                       command.argv, command.env));
+  for (int r = 1; r < ranks; ++r) {
+    core::RankCommand& rank = command.extra_ranks.emplace_back();
+    rank.dp_rank = r;
+    rank.port = command.port + r;
+    rank.log_path = absl::StrCat(log_dir, "/", SideName(side), ".rank", r, ".log");
+    SERVELAB_RETURN_IF_ERROR(
+        RenderServe(spec, side, args, platform, rank.port, r, ranks, rpc_port, rank.argv, rank.env));
+  }
   return command;
 }
 

@@ -58,6 +58,16 @@ absl::StatusOr<Prepared> Prepare(const core::LoadJob& job) {
   return p;
 }
 
+// The name requests ask for: decode's (it answers the client), else
+// prefill's; empty (the sim's default model) lets the runner look it up.
+std::string ServedModel(const v1::ExperimentSpec& spec) {
+  for (const v1::InstanceSpec* side : {&spec.deployment().decode(), &spec.deployment().prefill()}) {
+    if (!side->served_model_name().empty()) return side->served_model_name();
+    if (!side->model().empty()) return side->model();
+  }
+  return "";
+}
+
 class CallbackSink : public loadgen::RecordSink {
  public:
   explicit CallbackSink(
@@ -98,6 +108,7 @@ absl::StatusOr<core::LoadOutcome> LoadgenDriver::Run(
   loadgen::LoadOptions options;
   options.url = job.url;
   options.api = job.spec->workload().api();
+  options.model = ServedModel(*job.spec);
   options.concurrency = p.concurrency;
   options.request_timeout = core::FromDuration(job.spec->limits().request_timeout());
   options.load_tag = job.load_tag;

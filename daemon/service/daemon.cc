@@ -124,6 +124,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& opti
   engines::EngineOptions engine_options;
   if (!options.sim_binary.empty()) engine_options.sim.binary = options.sim_binary;
   engine_options.sim.time_scale = options.sim_time_scale;
+  if (!options.vllm_binary.empty()) engine_options.vllm.vllm_binary = options.vllm_binary;
+  if (!options.python_binary.empty()) {
+    engine_options.vllm.python_binary = options.python_binary;
+    engine_options.sglang.python_binary = options.python_binary;
+  }
+  engine_options.vllm.proxy_script = options.proxy_script;
+  engine_options.vllm.ascend_proxy_script = options.ascend_proxy_script;
   daemon->engine_ = std::make_unique<engines::EngineSet>(engine_options);
   daemon->load_driver_ = std::make_unique<load::LoadgenDriver>();
   const std::string log_dir = absl::StrCat(state_dir, "/logs");

@@ -62,6 +62,14 @@ struct DaemonOptions {
   // and the factor applied to every modelled duration.
   std::string sim_binary;
   double sim_time_scale = 1.0;
+  // Real engines' programs; a spec's deployment.programs overrides each.
+  // Empty keeps the engines' defaults (/usr/local/bin/vllm, /usr/bin/python3).
+  std::string vllm_binary;
+  std::string python_binary;
+  // vLLM's toy_proxy_server.py and vllm-ascend's
+  // load_balance_proxy_server_example.py (neither is installed as a program).
+  std::string proxy_script;
+  std::string ascend_proxy_script;
   // Accept, freeze, plan and store experiments, but run none: the lane stays
   // idle until a daemon is started without it.
   bool paused = false;

@@ -1,5 +1,5 @@
 // ListenAddress: where servelabd listens, parsed from --listen and
-// --metrics-listen, with the security defaults of DESIGN §11 applied: a unix
+// --metrics-listen, with the security defaults of docs/design.md §13 applied: a unix
 // socket unless TCP is asked for, and TCP only on loopback unless remote
 // access is asked for explicitly.
 //

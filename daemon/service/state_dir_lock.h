@@ -1,4 +1,4 @@
-// StateDirLock: the one-owner rule of DESIGN §5. An exclusive flock on
+// StateDirLock: the one-owner rule of docs/design.md §8. An exclusive flock on
 // DIR/servelabd.lock, held for the daemon's lifetime, with the holder's pid
 // written into the file so that a second daemon can say who owns the
 // directory. The kernel releases the lock when the process dies, so a crash

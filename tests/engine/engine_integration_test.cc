@@ -2,148 +2,28 @@
 // 1-6 and 8): servelabd runs experiments on servelab-sim processes it
 // launches itself; the test drives it with the servelab CLI and checks the
 // sims' own counters and overlap witness.
-#include <signal.h>
-#include <sys/types.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <set>
-
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
-#include "absl/strings/ascii.h"
-#include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
 #include "servelab/v1/experiment.pb.h"
-#include "tests/daemon/http_get.h"
-#include "tests/testing/subprocess.h"
-#include "tests/testing/temp_dir.h"
+#include "tests/engine/daemon_fixture.h"
 #include "yaml-cpp/yaml.h"
 
 namespace servelab {
 namespace {
 
 using google::protobuf::util::TimeUtil;
-using testing::BinPath;
-using testing::Process;
 using testing::RunResult;
 using testing::SourcePath;
 using ::testing::HasSubstr;
 
-class EngineIntegrationTest : public ::testing::Test {
+class EngineIntegrationTest : public DaemonFixture {
  protected:
-  void SetUp() override { state_dir_ = dir_.File("state"); }
-
-  void TearDown() override {
-    if (daemon_ != nullptr) StopDaemon();
-    // Serving instances outlive the daemon by design; the test owns them.
-    for (int pid : pids_) kill(pid, SIGKILL);
-  }
-
-  void StartDaemon() {
-    unlink((state_dir_ + "/servelabd.addr").c_str());
-    daemon_ = std::make_unique<Process>(
-        std::vector<std::string>{BinPath("servelabd"), "--state-dir", state_dir_,
-                                 "--sim-time-scale", "0.05", "--metrics-listen", "127.0.0.1:0"},
-        dir_.File(absl::StrCat("servelabd", ++starts_)));
-    ASSERT_TRUE(testing::WaitFor([&] { return testing::FileExists(state_dir_ + "/servelabd.addr"); },
-                                 absl::Seconds(30)))
-        << testing::ReadFile(dir_.File(absl::StrCat("servelabd", starts_, ".err")));
-    addr_ = std::string(absl::StripAsciiWhitespace(testing::ReadFile(state_dir_ + "/servelabd.addr")));
-    std::string metrics = std::string(
-        absl::StripAsciiWhitespace(testing::ReadFile(state_dir_ + "/servelabd.metrics.addr")));
-    ASSERT_TRUE(absl::SimpleAtoi(metrics.substr(metrics.rfind(':') + 1), &metrics_port_)) << metrics;
-  }
-
-  void StopDaemon() {
-    daemon_->Signal(SIGTERM);
-    EXPECT_EQ(daemon_->Wait(absl::Seconds(30)), 0);
-    daemon_.reset();
-  }
-
-  RunResult Cli(std::vector<std::string> args) {
-    args.insert(args.begin(), {BinPath("servelab"), "--addr", addr_});
-    return testing::Run(args, {}, absl::Seconds(120));
-  }
-
-  v1::Experiment Parse(const RunResult& r) {
-    v1::Experiment e;
-    google::protobuf::util::JsonParseOptions options;
-    options.ignore_unknown_fields = true;
-    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &e, options).ok())
-        << r.out << r.err;
-    Remember(e);
-    return e;
-  }
-
-  std::string Submit(const std::vector<std::string>& args) {
-    std::vector<std::string> all = {"-o", "json", "submit"};
-    all.insert(all.end(), args.begin(), args.end());
-    RunResult r = Cli(all);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return Parse(r).id();
-  }
-
-  v1::Experiment Status(const std::string& id) { return Parse(Cli({"-o", "json", "status", id})); }
-
-  v1::Experiment WaitFinal(const std::string& id) {
-    RunResult r = Cli({"wait", id, "--until", "done", "--timeout", "100s"});
-    EXPECT_NE(r.exit_code, 7) << "timed out: " << r.err;
-    return Status(id);
-  }
-
-  // Launch stages record the pid and port of what they started.
-  void Remember(const v1::Experiment& e) {
-    for (const v1::Stage& s : e.stages()) {
-      if (s.counters().count("pid") > 0) pids_.insert(static_cast<int>(s.counters().at("pid")));
-    }
-  }
-
-  static const v1::Stage& StageOf(const v1::Experiment& e, v1::StageName name) {
-    for (const v1::Stage& s : e.stages()) {
-      if (s.name() == name) return s;
-    }
-    return v1::Stage::default_instance();
-  }
-
-  static int Counter(const v1::Experiment& e, v1::StageName name, const std::string& key) {
-    const auto& counters = StageOf(e, name).counters();
-    return counters.count(key) > 0 ? static_cast<int>(counters.at(key)) : -1;
-  }
-
-  static bool Alive(int pid) { return pid > 0 && kill(pid, 0) == 0; }
-
-  // GET on a sim instance; the body only.
-  static std::string SimGet(int port, const std::string& path) {
-    std::string response = testing::HttpGet("127.0.0.1", port, path);
-    size_t body = response.find("\r\n\r\n");
-    return body == std::string::npos ? "" : response.substr(body + 4);
-  }
-
-  static double MetricSum(int port, const std::string& name) {
-    double sum = 0;
-    std::istringstream lines(SimGet(port, "/metrics"));
-    for (std::string line; std::getline(lines, line);) {
-      if (line.rfind(name, 0) != 0) continue;
-      const char next = line[name.size()];
-      if (next != ' ' && next != '{') continue;
-      double v = 0;
-      if (absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &v)) sum += v;
-    }
-    return sum;
-  }
+  void StartDaemon() { DaemonFixture::StartDaemon({"--sim-time-scale", "0.05"}); }
+  static std::string SimGet(int port, const std::string& path) { return HttpBody(port, path); }
 
   static const std::string kSpec;
-
-  testing::TempDir dir_;
-  std::string state_dir_;
-  std::string addr_;
-  std::unique_ptr<Process> daemon_;
-  int starts_ = 0;
-  int metrics_port_ = 0;
-  std::set<int> pids_;
 };
 
 const std::string EngineIntegrationTest::kSpec = SourcePath("deploy/examples/pd-quick.yaml");
@@ -186,8 +66,11 @@ TEST_F(EngineIntegrationTest, BaseThenConcurrencyDeltaThenDecodeDelta) {
   EXPECT_TRUE(loads[c8.id() + "/formal/1"].IsDefined());
   EXPECT_FALSE(loads[c8.id() + "/warmup/1"].IsDefined());
   EXPECT_TRUE(loads[base.id() + "/warmup/1"].IsDefined());
+  // Formal + one seed request per prefix group + the cache reset's probes
+  // (one to cache the probe prompt, one to see it no longer hits).
+  EXPECT_EQ(Counter(c8, v1::STAGE_CACHE_RESET, "prefill_probe_requests"), 2);
   EXPECT_EQ(MetricSum(prefill_port, "vllm:request_success_total") - prefill_requests,
-            96 + 4);  // formal + one seed request per prefix group
+            96 + 4 + 2);
 
   // 3. A decode-side delta relaunches decode only.
   v1::Experiment layout = WaitFinal(Submit(
@@ -248,19 +131,11 @@ TEST_F(EngineIntegrationTest, KillDuringFormalLoadThenResume) {
   RunResult sent = Cli({"wait", id, "--until", "sent", "--timeout", "100s"});
   ASSERT_EQ(sent.exit_code, 0) << sent.err;
   // Kill once some of the first attempt's records are stored.
-  ASSERT_TRUE(testing::WaitFor(
-      [&] {
-        RunResult n = testing::Run({"/usr/bin/sqlite3", state_dir_ + "/servelab.db",
-                                    "SELECT count(*) FROM requests WHERE phase = 4"});
-        return n.exit_code == 0 && n.out != "0\n" && !n.out.empty();
-      },
-      absl::Seconds(60)));
+  ASSERT_TRUE(WaitForFormalRecords());
   v1::Experiment running = Status(id);
   const int prefill_pid = Counter(running, v1::STAGE_LAUNCH_PREFILL, "pid");
   const int router_pid = Counter(running, v1::STAGE_LAUNCH_ROUTER, "pid");
-  daemon_->Signal(SIGKILL);
-  daemon_->Wait();
-  daemon_.reset();
+  KillDaemon();
 
   StartDaemon();
   v1::Experiment e = Status(id);

@@ -131,20 +131,21 @@ double Metric(int port, const std::string& name) {
 
 SimProcess::SimProcess(std::vector<std::string> flags) { Start(std::move(flags)); }
 
-SimProcess::SimProcess(std::vector<std::string> flags, const std::string& yaml) {
+SimProcess::SimProcess(std::vector<std::string> flags, const std::string& yaml,
+                       std::vector<std::string> env) {
   std::string config = dir_.File("sim.yaml");
   servelab::testing::WriteFile(config, yaml);
   flags.push_back("--config");
   flags.push_back(config);
-  Start(std::move(flags));
+  Start(std::move(flags), env);
 }
 
-void SimProcess::Start(std::vector<std::string> flags) {
+void SimProcess::Start(std::vector<std::string> flags, const std::vector<std::string>& env) {
   std::string port_file = dir_.File("port");
   std::vector<std::string> argv = {servelab::testing::BinPath("servelab-sim"), "--port", "0",
                                    "--port-file", port_file, "--threads", "1"};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  process_ = std::make_unique<servelab::testing::Process>(argv, dir_.File("sim"));
+  process_ = std::make_unique<servelab::testing::Process>(argv, dir_.File("sim"), env);
   if (servelab::testing::WaitFor(
           [&] { return servelab::testing::FileExists(port_file) || !process_->Running(); },
           absl::Seconds(10))) {

@@ -48,8 +48,10 @@ class SimProcess {
  public:
   // Extra flags after the harness's --port 0 --port-file.
   explicit SimProcess(std::vector<std::string> flags);
-  // Writes `yaml` to a file and passes it as --config.
-  SimProcess(std::vector<std::string> flags, const std::string& yaml);
+  // Writes `yaml` to a file and passes it as --config; `env` ("K=V") is
+  // added to the process environment.
+  SimProcess(std::vector<std::string> flags, const std::string& yaml,
+             std::vector<std::string> env = {});
 
   int port() const { return port_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
@@ -58,7 +60,7 @@ class SimProcess {
   servelab::testing::Process& process() { return *process_; }
 
  private:
-  void Start(std::vector<std::string> flags);
+  void Start(std::vector<std::string> flags, const std::vector<std::string>& env = {});
 
   servelab::testing::TempDir dir_;
   std::unique_ptr<servelab::testing::Process> process_;

@@ -1,0 +1,181 @@
+#include "daemon/engines/vllm_platform.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/engines/render_common.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace servelab::engines {
+namespace {
+
+constexpr int kDefaultNixlSideChannelPort = 5600;  // vllm/envs.py
+constexpr int kDefaultMooncakeKvPort = 20001;       // vllm-ascend examples
+
+int Ranks(const v1::InstanceSpec& side) {
+  return std::max(1, side.data_parallel()) * std::max(1, side.tensor_parallel());
+}
+
+std::string Connector(const v1::ExperimentSpec& spec, VllmPlatform platform) {
+  const std::string& backend = spec.deployment().kv_transfer().backend();
+  if (!backend.empty()) return backend;
+  return platform == VllmPlatform::kCuda ? "NixlConnector" : "MooncakeConnectorV1";
+}
+
+// "127.0.0.1" x n and the ports of every rank of a side.
+void AddUpstreams(std::vector<std::string>& argv, const char* hosts_flag, const char* ports_flag,
+                  int port, const std::vector<int>& extra_ports) {
+  argv.push_back(hosts_flag);
+  for (size_t i = 0; i <= extra_ports.size(); ++i) argv.push_back("127.0.0.1");
+  argv.push_back(ports_flag);
+  argv.push_back(absl::StrCat(port));
+  for (int p : extra_ports) argv.push_back(absl::StrCat(p));
+}
+
+}  // namespace
+
+const char* DeviceVariable(VllmPlatform platform) {
+  return platform == VllmPlatform::kCuda ? "CUDA_VISIBLE_DEVICES" : "ASCEND_RT_VISIBLE_DEVICES";
+}
+
+const char* ServeTool(VllmPlatform platform) {
+  return platform == VllmPlatform::kCuda ? "vllm serve" : "vllm-ascend serve";
+}
+
+absl::StatusOr<std::string> KvTransferConfig(const v1::ExperimentSpec& spec, v1::Side side,
+                                             VllmPlatform platform) {
+  const std::string connector = Connector(spec, platform);
+  const char* role = side == v1::SIDE_PREFILL ? "kv_producer" : "kv_consumer";
+  if (platform == VllmPlatform::kCuda) {
+    if (connector != "NixlConnector") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "deployment.kv_transfer.backend: \"", connector,
+          "\" is not rendered for engine vllm (NixlConnector); use engine command for others"));
+    }
+    return absl::StrCat(R"({"kv_connector":"NixlConnector","kv_role":")", role, R"("})");
+  }
+  std::string module;
+  if (connector == "MooncakeConnectorV1") {
+    module = "vllm_ascend.distributed.mooncake_connector";
+  } else if (connector == "MooncakeLayerwiseConnector") {
+    module = "vllm_ascend.distributed.mooncake_layerwise_connector";
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "deployment.kv_transfer.backend: \"", connector,
+        "\" is not a vllm-ascend connector (MooncakeConnectorV1, MooncakeLayerwiseConnector)"));
+  }
+  const v1::InstanceSpec& p = spec.deployment().prefill();
+  const v1::InstanceSpec& d = spec.deployment().decode();
+  const int base = spec.deployment().kv_transfer().kv_port() > 0
+                       ? spec.deployment().kv_transfer().kv_port()
+                       : kDefaultMooncakeKvPort;
+  // Decode's ports start after every prefill rank's, so one host holds both.
+  const int kv_port = side == v1::SIDE_PREFILL ? base : base + Ranks(p);
+  return absl::StrCat(R"({"kv_connector":")", connector, R"(","kv_role":")", role,
+                      R"(","kv_port":")", kv_port, R"(","engine_id":")",
+                      side == v1::SIDE_PREFILL ? 0 : 1, R"(","kv_connector_module_path":")",
+                      module, R"(","kv_connector_extra_config":{"prefill":{"dp_size":)",
+                      std::max(1, p.data_parallel()), R"(,"tp_size":)",
+                      std::max(1, p.tensor_parallel()), R"(},"decode":{"dp_size":)",
+                      std::max(1, d.data_parallel()), R"(,"tp_size":)",
+                      std::max(1, d.tensor_parallel()), "}}}");
+}
+
+std::map<std::string, std::string> PlatformEnv(const v1::ExperimentSpec& spec, v1::Side side,
+                                               VllmPlatform platform) {
+  std::map<std::string, std::string> env;
+  if (platform == VllmPlatform::kCuda) {
+    const v1::KvTransferSpec& kv = spec.deployment().kv_transfer();
+    const int base =
+        kv.side_channel_base_port() > 0 ? kv.side_channel_base_port() : kDefaultNixlSideChannelPort;
+    env["VLLM_NIXL_SIDE_CHANNEL_HOST"] =
+        kv.side_channel_host().empty() ? "127.0.0.1" : kv.side_channel_host();
+    env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = absl::StrCat(
+        side == v1::SIDE_PREFILL ? base : base + Ranks(spec.deployment().prefill()));
+    return env;
+  }
+  const v1::AscendSpec& ascend = spec.deployment().ascend();
+  if (!ascend.hccl_if_ip().empty()) env["HCCL_IF_IP"] = ascend.hccl_if_ip();
+  if (!ascend.socket_ifname().empty()) {
+    for (const char* name : {"GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME"}) {
+      env[name] = ascend.socket_ifname();
+    }
+  }
+  if (ascend.hccl_buffsize() > 0) env["HCCL_BUFFSIZE"] = absl::StrCat(ascend.hccl_buffsize());
+  return env;
+}
+
+absl::StatusOr<std::string> AdditionalConfig(const v1::ExperimentSpec& spec, v1::Side side,
+                                             VllmPlatform platform) {
+  absl::StatusOr<const v1::InstanceSpec*> instance = InstanceSpecFor(spec, side);
+  if (!instance.ok()) return instance.status();
+  const v1::InstanceSpec& is = **instance;
+  const std::string field = InstanceFieldPath(side);
+  const std::string& layout = is.expert_layout().path();
+  if (platform == VllmPlatform::kCuda && !layout.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".expert_layout: stock vLLM has no flag for a static expert layout file; use "
+               "engine vllm_ascend (eplb_config.expert_map_path) or engine command"));
+  }
+  if (is.additional_config().empty() && layout.empty()) return std::string();
+  google::protobuf::Struct config;
+  if (!is.additional_config().empty() &&
+      !google::protobuf::util::JsonStringToMessage(is.additional_config(), &config).ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".additional_config: not a JSON object: ", is.additional_config()));
+  }
+  if (!layout.empty()) {
+    google::protobuf::Struct& eplb = *(*config.mutable_fields())["eplb_config"].mutable_struct_value();
+    (*eplb.mutable_fields())["expert_map_path"].set_string_value(layout);
+  }
+  std::string json;
+  if (!google::protobuf::util::MessageToJsonString(config, &json).ok()) {
+    return absl::InternalError(absl::StrCat(field, ".additional_config: cannot render"));
+  }
+  return json;
+}
+
+absl::StatusOr<std::vector<std::string>> ProxyArgv(const v1::ExperimentSpec& spec,
+                                                   const core::Endpoints& endpoints, int port,
+                                                   const VllmOptions& options,
+                                                   VllmPlatform platform, std::string* tool) {
+  const v1::ProgramsSpec& programs = spec.deployment().programs();
+  const std::string& python =
+      programs.python_binary().empty() ? options.python_binary : programs.python_binary();
+  std::string script = programs.proxy_script();
+  if (script.empty()) {
+    script = platform == VllmPlatform::kCuda ? options.proxy_script : options.ascend_proxy_script;
+  }
+  if (script.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "deployment.programs.proxy_script: no P/D proxy script (vLLM installs no proxy binary): "
+        "give the path of ",
+        platform == VllmPlatform::kCuda ? "vLLM's toy_proxy_server.py (--proxy-script)"
+                                        : "vllm-ascend's load_balance_proxy_server_example.py "
+                                          "(--ascend-proxy-script)",
+        ", or deployment.router.command_argv"));
+  }
+  absl::StatusOr<int> prefill = UpstreamPort(spec, v1::SIDE_PREFILL, endpoints);
+  if (!prefill.ok()) return prefill.status();
+  absl::StatusOr<int> decode = UpstreamPort(spec, v1::SIDE_DECODE, endpoints);
+  if (!decode.ok()) return decode.status();
+  std::vector<std::string> argv = {python, script, "--host", "127.0.0.1", "--port",
+                                   absl::StrCat(port)};
+  const bool several = !endpoints.prefill_extra_ports.empty() || !endpoints.decode_extra_ports.empty();
+  if (platform == VllmPlatform::kCuda && !several) {
+    // toy_proxy_server.py's singular flags.
+    argv.insert(argv.end(), {"--prefiller-host", "127.0.0.1", "--prefiller-port",
+                             absl::StrCat(*prefill), "--decoder-host", "127.0.0.1",
+                             "--decoder-port", absl::StrCat(*decode)});
+  } else {
+    // nargs="+" lists: one host and port per DP rank.
+    AddUpstreams(argv, "--prefiller-hosts", "--prefiller-ports", *prefill,
+                 endpoints.prefill_extra_ports);
+    AddUpstreams(argv, "--decoder-hosts", "--decoder-ports", *decode, endpoints.decode_extra_ports);
+  }
+  *tool = platform == VllmPlatform::kCuda ? "vllm toy_proxy" : "vllm-ascend lb_proxy";
+  return argv;
+}
+
+}  // namespace servelab::engines

@@ -1,0 +1,136 @@
+#include "tests/engine/daemon_fixture.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "google/protobuf/util/json_util.h"
+#include "tests/daemon/http_get.h"
+
+namespace servelab {
+
+using testing::BinPath;
+using testing::RunResult;
+
+void DaemonFixture::SetUp() { state_dir_ = dir_.File("state"); }
+
+void DaemonFixture::TearDown() {
+  if (daemon_ != nullptr) StopDaemon();
+  for (int pid : pids_) kill(pid, SIGKILL);
+}
+
+void DaemonFixture::StartDaemon(const std::vector<std::string>& flags) {
+  unlink((state_dir_ + "/servelabd.addr").c_str());
+  std::vector<std::string> argv = {BinPath("servelabd"), "--state-dir", state_dir_,
+                                   "--metrics-listen", "127.0.0.1:0"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  daemon_ = std::make_unique<testing::Process>(argv, dir_.File(absl::StrCat("servelabd", ++starts_)));
+  ASSERT_TRUE(testing::WaitFor([&] { return testing::FileExists(state_dir_ + "/servelabd.addr"); },
+                               absl::Seconds(30)))
+      << testing::ReadFile(dir_.File(absl::StrCat("servelabd", starts_, ".err")));
+  addr_ = std::string(absl::StripAsciiWhitespace(testing::ReadFile(state_dir_ + "/servelabd.addr")));
+  std::string metrics = std::string(
+      absl::StripAsciiWhitespace(testing::ReadFile(state_dir_ + "/servelabd.metrics.addr")));
+  ASSERT_TRUE(absl::SimpleAtoi(metrics.substr(metrics.rfind(':') + 1), &metrics_port_)) << metrics;
+}
+
+void DaemonFixture::StopDaemon() {
+  daemon_->Signal(SIGTERM);
+  EXPECT_EQ(daemon_->Wait(absl::Seconds(30)), 0);
+  daemon_.reset();
+}
+
+void DaemonFixture::KillDaemon() {
+  daemon_->Signal(SIGKILL);
+  daemon_->Wait();
+  daemon_.reset();
+}
+
+RunResult DaemonFixture::Cli(std::vector<std::string> args) {
+  args.insert(args.begin(), {BinPath("servelab"), "--addr", addr_});
+  return testing::Run(args, {}, absl::Seconds(120));
+}
+
+v1::Experiment DaemonFixture::Parse(const RunResult& r) {
+  v1::Experiment e;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &e, options).ok())
+      << r.out << r.err;
+  Remember(e);
+  return e;
+}
+
+std::string DaemonFixture::Submit(const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"-o", "json", "submit"};
+  all.insert(all.end(), args.begin(), args.end());
+  RunResult r = Cli(all);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return Parse(r).id();
+}
+
+v1::Experiment DaemonFixture::Status(const std::string& id) {
+  return Parse(Cli({"-o", "json", "status", id}));
+}
+
+v1::Experiment DaemonFixture::WaitFinal(const std::string& id) {
+  RunResult r = Cli({"wait", id, "--until", "done", "--timeout", "100s"});
+  EXPECT_NE(r.exit_code, 7) << "timed out: " << r.err;
+  return Status(id);
+}
+
+bool DaemonFixture::WaitForFormalRecords() {
+  return testing::WaitFor(
+      [&] {
+        RunResult n = testing::Run({"/usr/bin/sqlite3", state_dir_ + "/servelab.db",
+                                    "SELECT count(*) FROM requests WHERE phase = 4"});
+        return n.exit_code == 0 && n.out != "0\n" && !n.out.empty();
+      },
+      absl::Seconds(60));
+}
+
+void DaemonFixture::Remember(const v1::Experiment& e) {
+  for (const v1::Stage& s : e.stages()) {
+    if (s.counters().count("pid") > 0) pids_.insert(static_cast<int>(s.counters().at("pid")));
+  }
+}
+
+const v1::Stage& DaemonFixture::StageOf(const v1::Experiment& e, v1::StageName name) {
+  for (const v1::Stage& s : e.stages()) {
+    if (s.name() == name) return s;
+  }
+  return v1::Stage::default_instance();
+}
+
+int DaemonFixture::Counter(const v1::Experiment& e, v1::StageName name, const std::string& key) {
+  const auto& counters = StageOf(e, name).counters();
+  return counters.count(key) > 0 ? static_cast<int>(counters.at(key)) : -1;
+}
+
+bool DaemonFixture::Alive(int pid) { return pid > 0 && kill(pid, 0) == 0; }
+
+std::string DaemonFixture::HttpBody(int port, const std::string& path) {
+  std::string response = testing::HttpGet("127.0.0.1", port, path);
+  size_t body = response.find("\r\n\r\n");
+  return body == std::string::npos ? "" : response.substr(body + 4);
+}
+
+double DaemonFixture::MetricSum(int port, const std::string& name) {
+  double sum = 0;
+  std::istringstream lines(HttpBody(port, "/metrics"));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(name, 0) != 0) continue;
+    const char next = line[name.size()];
+    if (next != ' ' && next != '{') continue;
+    double v = 0;
+    if (absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &v)) sum += v;
+  }
+  return sum;
+}
+
+}  // namespace servelab
