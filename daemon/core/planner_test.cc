@@ -88,6 +88,19 @@ TEST(PlannerTest, DecodeDeltaRelaunchesDecodeAndRouterOnly) {
   EXPECT_EQ(stages[v1::STAGE_ROUTE_VERIFY].action(), v1::STAGE_ACTION_RUN);
 }
 
+// Decode's DP is read by prefill's launch as well (vllm-ascend Mooncake):
+// the plan relaunches both sides and says why.
+TEST(PlannerTest, DecodeParallelDeltaRelaunchesBothSides) {
+  v1::ExperimentSpec base = Frozen({});
+  v1::ExperimentSpec next = Frozen({"deployment.decode.data_parallel=2",
+                                    "deployment.decode.devices=[1, 2]"});
+  auto stages = ByStage(MakePlan({.spec = next, .hot = HotFor(base)}));
+  EXPECT_EQ(stages[v1::STAGE_LAUNCH_PREFILL].action(), v1::STAGE_ACTION_RUN);
+  EXPECT_THAT(stages[v1::STAGE_LAUNCH_PREFILL].reason(), HasSubstr("prefill fingerprint"));
+  EXPECT_EQ(stages[v1::STAGE_LAUNCH_DECODE].action(), v1::STAGE_ACTION_RUN);
+  EXPECT_EQ(stages[v1::STAGE_LAUNCH_ROUTER].action(), v1::STAGE_ACTION_RUN);
+}
+
 TEST(PlannerTest, WarmupChangeReWarmsWithoutRelaunch) {
   v1::ExperimentSpec base = Frozen({});
   v1::ExperimentSpec next = Frozen({"deployment.warmup.requests=32"});

@@ -7,11 +7,17 @@
 // three routes and replaced request ids, dev-mode-only cache resets that
 // are refused while KV blocks are leased, cached tokens only with the flag,
 // SGLang's /flush_cache and P/D queue gauges, each engine's metric names.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "absl/strings/str_cat.h"
-#include "daemon/engines/render_common.h"
 #include "tests/engine/daemon_fixture.h"
 #include "yaml-cpp/yaml.h"
 
@@ -48,13 +54,38 @@ class RealEngineTest : public DaemonFixture, public ::testing::WithParamInterfac
                                 toy, "--ascend-proxy-script", lb});
   }
 
-  // Free loopback ports for the engines' side channels (NIXL, Mooncake,
-  // SGLang bootstrap): the defaults could be taken on a shared machine.
+  // Free loopback port blocks for the engines' side channels (NIXL,
+  // Mooncake, SGLang bootstrap): the defaults could be taken on a shared
+  // machine. Below the ephemeral range (32768+), as the engines' defaults
+  // are, so that no client connection of this machine lands in them.
+  static int FreePortBlock(int size) {
+    std::mt19937 random(std::random_device{}());
+    for (int tries = 0; tries < 200; ++tries) {
+      const int base = 20000 + static_cast<int>(random() % 12000);
+      bool free = true;
+      for (int port = base; port < base + size && free; ++port) free = CanBind(port);
+      if (free) return base;
+    }
+    ADD_FAILURE() << "no free block of " << size << " loopback ports";
+    return 0;
+  }
+
+  static bool CanBind(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port);
+    const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    close(fd);
+    return ok;
+  }
+
   std::vector<std::string> PortSets() {
     std::vector<std::string> sets;
     for (const char* field : {"side_channel_base_port", "kv_port", "bootstrap_port"}) {
       sets.insert(sets.end(), {"--set", absl::StrCat("deployment.kv_transfer.", field, "=",
-                                                     *engines::PickFreeLoopbackPort())});
+                                                     FreePortBlock(8))});
     }
     return sets;
   }
@@ -125,7 +156,7 @@ TEST_P(RealEngineTest, KillDuringFormalLoadThenResume) {
   const std::string id =
       SubmitBase({"--set", "workload.num_requests=400", "--set", "workload.concurrency=4"});
   RunResult sent = Cli({"wait", id, "--until", "sent", "--timeout", "100s"});
-  ASSERT_EQ(sent.exit_code, 0) << sent.err;
+  ASSERT_EQ(sent.exit_code, 0) << sent.err << Status(id).blocker();
   ASSERT_TRUE(WaitForFormalRecords());
   v1::Experiment running = Status(id);
   const int prefill_pid = Counter(running, v1::STAGE_LAUNCH_PREFILL, "pid");
@@ -162,6 +193,38 @@ TEST_P(RealEngineTest, FlagTheEngineLacksFailsBeforeAnyLaunch) {
   EXPECT_EQ(StageOf(e, v1::STAGE_PREFLIGHT).status(), v1::STAGE_STATUS_FAILED);
   EXPECT_EQ(Counter(e, v1::STAGE_LAUNCH_PREFILL, "pid"), -1);
   EXPECT_FALSE(StageOf(e, v1::STAGE_LAUNCH_PREFILL).has_started_at());
+}
+
+// The real-engine examples under deploy/examples/: `servelab plan` shows the
+// exact commands and environment each side would run, nothing stored.
+class ExamplePlanTest : public DaemonFixture {};
+
+TEST_F(ExamplePlanTest, EveryRealEngineExamplePrintsItsCommands) {
+  DaemonFixture::StartDaemon({});
+  const std::pair<std::string, std::vector<std::string>> examples[] = {
+      {"vllm-nixl-16gpu.yaml",
+       {"/usr/local/bin/vllm\n    serve\n", "env VLLM_NIXL_SIDE_CHANNEL_PORT=5600",
+        "env VLLM_NIXL_SIDE_CHANNEL_PORT=5608", "env CUDA_VISIBLE_DEVICES=8,9,10,11,12,13,14,15",
+        "toy_proxy_server.py\n    --host", "--gpu-memory-utilization\n    0.9"}},
+      {"vllm-ascend-mooncake-p8d8.yaml",
+       {"\"kv_connector\":\"MooncakeConnectorV1\"", "env HCCL_IF_IP=127.0.0.1",
+        "env ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", "    rank 7\n",
+        "env ASCEND_RT_VISIBLE_DEVICES=15", "\"expert_map_path\":\"/",
+        "load_balance_proxy_server_example.py"}},
+      {"sglang-mooncake-16gpu.yaml",
+       {"sglang.launch_server", "--enable-dp-attention", "--disaggregation-ib-device\n    mlx5_0",
+        "--init-expert-location", "--enable-cache-report", "sglang_router.launch_router"}},
+  };
+  for (const auto& [file, wanted] : examples) {
+    RunResult plan = Cli({"plan", "-f", SourcePath("deploy/examples/" + file)});
+    ASSERT_EQ(plan.exit_code, 0) << file << plan.err;
+    EXPECT_THAT(plan.out, HasSubstr("plan only: nothing stored")) << file;
+    EXPECT_THAT(plan.out, ::testing::Not(HasSubstr("cannot render"))) << file << plan.out;
+    for (const std::string& w : wanted) EXPECT_THAT(plan.out, HasSubstr(w)) << file;
+  }
+  RunResult list = Cli({"list"});
+  EXPECT_EQ(list.exit_code, 0);
+  EXPECT_THAT(list.out, ::testing::Not(HasSubstr("exp-")));
 }
 
 INSTANTIATE_TEST_SUITE_P(

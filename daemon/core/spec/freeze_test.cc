@@ -97,7 +97,18 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"workload.dataset.input_tokens=40000",
                                "workload.dataset.input_tokens: a request of up to 40010 tokens"},
                       BadValue{"limits.formal_deadline=-5s", "limits.formal_deadline: must not"},
-                      BadValue{"analysis.percentiles=[50, 100]", "analysis.percentiles[1]"}));
+                      BadValue{"analysis.percentiles=[50, 100]", "analysis.percentiles[1]"},
+                      BadValue{"deployment.decode.gpu_memory_utilization=1.5",
+                               "deployment.decode.gpu_memory_utilization: is a fraction"},
+                      BadValue{"deployment.decode.external_data_parallel=true",
+                               "deployment.decode.external_data_parallel: one process per DP "
+                               "rank is rendered for engines vllm and vllm_ascend only"},
+                      BadValue{"deployment.kv_transfer.kv_port=70000",
+                               "deployment.kv_transfer.kv_port: must be 0..65535"},
+                      BadValue{"deployment.programs.vllm_binary=vllm",
+                               "deployment.programs.vllm_binary: must be an absolute path"},
+                      BadValue{"deployment.ascend.hccl_buffsize=-1",
+                               "deployment.ascend.hccl_buffsize: must be >= 0"}));
 
 TEST(FreezeTest, ListsEveryProblem) {
   v1::ExperimentSpec spec = Minimal();

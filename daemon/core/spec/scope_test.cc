@@ -146,6 +146,29 @@ TEST(ScopeTest, FingerprintsMoveOnlyForTheirOwnSide) {
   EXPECT_EQ(ComputeFingerprints(cache).decode(), f0.decode());
 }
 
+// vllm-ascend's Mooncake connector names both sides' DP and TP in each
+// side's launch, so a decode DP change must relaunch prefill too: the scope
+// says so in the .proto (DEPLOYMENT), not in any table of the planner.
+TEST(ScopeTest, ParallelLayoutOfOneSideRelaunchesBoth) {
+  v1::ExperimentSpec base = Base();
+  v1::Fingerprints f0 = ComputeFingerprints(base);
+  for (const char* set : {"deployment.decode.data_parallel=4", "deployment.prefill.tensor_parallel=2"}) {
+    v1::ExperimentSpec changed = base;
+    ASSERT_THAT(ApplySet(changed, set), IsOk());
+    v1::Fingerprints f = ComputeFingerprints(changed);
+    EXPECT_NE(f.prefill(), f0.prefill()) << set;
+    EXPECT_NE(f.decode(), f0.decode()) << set;
+    std::vector<v1::FieldChange> changes = DiffSpecs(base, changed);
+    ASSERT_EQ(changes.size(), 1u);
+    EXPECT_EQ(changes[0].scope(), v1::SCOPE_DEPLOYMENT) << set;
+  }
+  // Other instance fields stay with their side.
+  v1::ExperimentSpec memory = base;
+  ASSERT_THAT(ApplySet(memory, "deployment.decode.gpu_memory_utilization=0.8"), IsOk());
+  EXPECT_EQ(ComputeFingerprints(memory).prefill(), f0.prefill());
+  EXPECT_NE(ComputeFingerprints(memory).decode(), f0.decode());
+}
+
 TEST(ScopeTest, EmptySubMessageFingerprintsLikeAbsent) {
   v1::ExperimentSpec a = Base();
   v1::ExperimentSpec b = Base();

@@ -58,6 +58,24 @@ void CheckSide(Problems& p, const std::string& path, const v1::InstanceSpec& sid
   if (engine != v1::ENGINE_SIM && side.model().empty()) {
     p.Add(path + ".model", "required with a real serving engine");
   }
+  if (side.gpu_memory_utilization() < 0 || side.gpu_memory_utilization() > 1) {
+    p.Add(path + ".gpu_memory_utilization", "is a fraction in (0, 1], got ",
+          side.gpu_memory_utilization());
+  }
+  if (side.external_data_parallel() && engine != v1::ENGINE_VLLM &&
+      engine != v1::ENGINE_VLLM_ASCEND) {
+    p.Add(path + ".external_data_parallel", "one process per DP rank is rendered for engines "
+                                            "vllm and vllm_ascend only");
+  }
+  if (side.external_data_parallel() && side.data_parallel() > 1 &&
+      side.devices_size() % side.data_parallel() != 0) {
+    p.Add(path + ".devices", side.devices_size(), " devices do not split into ",
+          side.data_parallel(), " external data-parallel ranks");
+  }
+}
+
+void CheckPort(Problems& p, const std::string& path, int port) {
+  if (port < 0 || port > 65535) p.Add(path, "must be 0..65535, got ", port);
 }
 
 void CheckDuration(Problems& p, const std::string& path, const google::protobuf::Duration& d) {
@@ -84,6 +102,22 @@ absl::Status ValidateSpec(const v1::ExperimentSpec& spec) {
   }
   if (deployment.engine() == v1::ENGINE_COMMAND && deployment.router().command_argv_size() == 0) {
     p.Add("deployment.router.command_argv", "required with engine command");
+  }
+  const v1::KvTransferSpec& kv = deployment.kv_transfer();
+  CheckPort(p, "deployment.kv_transfer.side_channel_base_port", kv.side_channel_base_port());
+  CheckPort(p, "deployment.kv_transfer.kv_port", kv.kv_port());
+  CheckPort(p, "deployment.kv_transfer.bootstrap_port", kv.bootstrap_port());
+  NonNegative(p, "deployment.ascend.hccl_buffsize", deployment.ascend().hccl_buffsize());
+  const v1::ProgramsSpec& programs = deployment.programs();
+  const std::pair<const char*, const std::string*> program_paths[] = {
+      {"deployment.programs.vllm_binary", &programs.vllm_binary()},
+      {"deployment.programs.python_binary", &programs.python_binary()},
+      {"deployment.programs.proxy_script", &programs.proxy_script()}};
+  for (const auto& [path, value] : program_paths) {
+    // Executed (or passed) as is: no shell, no PATH lookup.
+    if (!value->empty() && (*value)[0] != '/') {
+      p.Add(path, "must be an absolute path, got \"", *value, "\"");
+    }
   }
   const v1::WarmupSpec& warmup = deployment.warmup();
   NonNegative(p, "deployment.warmup.rounds", warmup.rounds());
