@@ -102,9 +102,13 @@ absl::StatusOr<Counters> LaunchSide(StageEnv& env, const v1::Experiment& e, v1::
   env.metrics.CountInstanceLaunch(SideLabel(side));
   SERVELAB_RETURN_IF_ERROR(env.engine.WaitReady(
       instance, env.clock.Now() + FromDuration(e.spec().limits().launch_timeout())));
-  return Counters{{"pid", instance.pid()},
-                  {"port", instance.port()},
-                  {"ready_seconds", absl::ToDoubleSeconds(env.clock.Now() - start)}};
+  Counters counters{{"pid", instance.pid()},
+                    {"port", instance.port()},
+                    {"ready_seconds", absl::ToDoubleSeconds(env.clock.Now() - start)}};
+  for (const v1::RankProcess& rank : instance.extra_ranks()) {
+    counters[absl::StrCat("rank", rank.dp_rank(), "_pid")] = rank.pid();
+  }
+  return counters;
 }
 
 absl::StatusOr<Counters> Warmup(StageEnv& env, const v1::Experiment& e) {

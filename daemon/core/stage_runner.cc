@@ -559,7 +559,12 @@ absl::Status StageRunner::Recover() {
   SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, store.ListInstances());
   for (const v1::ServingInstance& instance : instances) {
     // Same pid and start time: the very process we launched, still serving.
-    if (!engine_.Alive(instance)) SERVELAB_RETURN_IF_ERROR(store.RemoveInstance(instance.side()));
+    // A side with several DP ranks is alive only whole: the ranks that
+    // survived a partial crash are stopped, never left running unowned.
+    if (!engine_.Alive(instance)) {
+      SERVELAB_RETURN_IF_ERROR(engine_.Stop(instance, options_.stop_grace));
+      SERVELAB_RETURN_IF_ERROR(store.RemoveInstance(instance.side()));
+    }
   }
   SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> all, store.ListExperiments({}));
   for (const v1::Experiment& experiment : all) {

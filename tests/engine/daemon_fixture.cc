@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -95,8 +96,11 @@ bool DaemonFixture::WaitForFormalRecords() {
 }
 
 void DaemonFixture::Remember(const v1::Experiment& e) {
+  // "pid", and "rank<r>_pid" for each extra DP rank.
   for (const v1::Stage& s : e.stages()) {
-    if (s.counters().count("pid") > 0) pids_.insert(static_cast<int>(s.counters().at("pid")));
+    for (const auto& [key, value] : s.counters()) {
+      if (absl::EndsWith(key, "pid")) pids_.insert(static_cast<int>(value));
+    }
   }
 }
 

@@ -62,7 +62,7 @@ class DaemonFixture : public ::testing::Test {
   int metrics_port_ = 0;
 
  private:
-  // Launch stages record the pid of what they started.
+  // Launch stages record the pids of what they started.
   void Remember(const v1::Experiment& e);
 
   std::vector<std::string> flags_;

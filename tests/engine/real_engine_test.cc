@@ -8,6 +8,7 @@
 // are refused while KV blocks are leased, cached tokens only with the flag,
 // SGLang's /flush_cache and P/D queue gauges, each engine's metric names.
 #include <arpa/inet.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -40,7 +41,8 @@ struct EngineCase {
 
 void PrintTo(const EngineCase& c, std::ostream* os) { *os << c.name; }
 
-class RealEngineTest : public DaemonFixture, public ::testing::WithParamInterface<EngineCase> {
+// servelabd with servelab-engine-shim as its `vllm` and `python3`.
+class ShimDaemonTest : public DaemonFixture {
  protected:
   void StartDaemon() {
     const std::string shim = testing::BinPath("servelab-engine-shim");
@@ -90,11 +92,19 @@ class RealEngineTest : public DaemonFixture, public ::testing::WithParamInterfac
     return sets;
   }
 
-  std::string SubmitBase(const std::vector<std::string>& extra) {
-    std::vector<std::string> args = {"-f", SourcePath(GetParam().spec)};
+  // Submits the spec file with free side-channel ports and `extra` sets.
+  std::string SubmitSpec(const std::string& spec, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"-f", SourcePath(spec)};
     for (const std::string& s : PortSets()) args.push_back(s);
     args.insert(args.end(), extra.begin(), extra.end());
     return Submit(args);
+  }
+};
+
+class RealEngineTest : public ShimDaemonTest, public ::testing::WithParamInterface<EngineCase> {
+ protected:
+  std::string SubmitBase(const std::vector<std::string>& extra) {
+    return SubmitSpec(GetParam().spec, extra);
   }
 };
 
@@ -173,6 +183,31 @@ TEST_P(RealEngineTest, KillDuringFormalLoadThenResume) {
   EXPECT_EQ(StageOf(e, v1::STAGE_LAUNCH_PREFILL).attempt(), 1);  // Re-adopted, not relaunched.
   EXPECT_EQ(Counter(e, v1::STAGE_LAUNCH_PREFILL, "pid"), prefill_pid);
   EXPECT_TRUE(Alive(prefill_pid));
+}
+
+// One side, several processes: when one DP rank of decode dies while the
+// daemon is down, the restarted daemon does not adopt the half-dead side. It
+// stops the surviving rank and the next experiment relaunches decode whole.
+TEST_F(ShimDaemonTest, ExternalDpRankLostWhileDaemonDownIsNotAdoptedHalf) {
+  StartDaemon();
+  v1::Experiment base = WaitFinal(SubmitSpec("tests/engine/testdata/pd-vllm-ascend.yaml", {}));
+  ASSERT_EQ(base.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << base.blocker();
+  const int rank0 = Counter(base, v1::STAGE_LAUNCH_DECODE, "pid");
+  const int rank1 = Counter(base, v1::STAGE_LAUNCH_DECODE, "rank1_pid");
+  const int prefill_pid = Counter(base, v1::STAGE_LAUNCH_PREFILL, "pid");
+  ASSERT_TRUE(Alive(rank0) && Alive(rank1));
+  StopDaemon();
+  kill(rank1, SIGKILL);
+  ASSERT_TRUE(testing::WaitFor([&] { return !Alive(rank1); }, absl::Seconds(10)));
+
+  StartDaemon();
+  EXPECT_TRUE(testing::WaitFor([&] { return !Alive(rank0); }, absl::Seconds(10)));
+  EXPECT_TRUE(Alive(prefill_pid));
+  v1::Experiment next = WaitFinal(Submit({"--base", base.id(), "--set", "workload.concurrency=8"}));
+  ASSERT_EQ(next.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << next.blocker();
+  EXPECT_EQ(StageOf(next, v1::STAGE_LAUNCH_DECODE).status(), v1::STAGE_STATUS_SUCCEEDED);
+  EXPECT_EQ(StageOf(next, v1::STAGE_LAUNCH_PREFILL).status(), v1::STAGE_STATUS_REUSED);
+  EXPECT_GT(Counter(next, v1::STAGE_LAUNCH_DECODE, "rank1_pid"), 0);
 }
 
 // A flag the engine release lacks fails preflight: nothing launched, and
