@@ -58,13 +58,13 @@ class FakeEngine : public Engine {
   // held elsewhere); `busy_resets` > 0 answers UNAVAILABLE like SGLang's 400.
   absl::Status ResetPrefixCache(const v1::ServingInstance& instance) override {
     absl::MutexLock lock(&mu);
-    ++reset_calls;
-    if (busy_resets > 0) {
-      --busy_resets;
+    ++reset_calls[instance.side()];
+    if (busy_resets[instance.side()] > 0) {
+      --busy_resets[instance.side()];
       return absl::UnavailableError("flush_cache answered 400: requests still running");
     }
-    if (refuse_resets > 0) {
-      --refuse_resets;
+    if (refuse_resets[instance.side()] > 0) {
+      --refuse_resets[instance.side()];
       return absl::OkStatus();
     }
     probe_cached.erase(instance.side());
@@ -95,9 +95,10 @@ class FakeEngine : public Engine {
   // A router that serves the decode leg itself: tokens move, D's own
   // request counter does not.
   bool decode_drops_requests = false;
-  int refuse_resets = 0;
-  int busy_resets = 0;
-  int reset_calls = 0;
+  // Per side: the two sides reset at the same time.
+  std::map<v1::Side, int> refuse_resets;
+  std::map<v1::Side, int> busy_resets;
+  std::map<v1::Side, int> reset_calls;
   int probes = 0;
 };
 
@@ -393,7 +394,7 @@ TEST_F(StageBodyTest, RouteVerifyNeedsBothSidesOwnRequestCounters) {
 
 TEST_F(StageBodyTest, CacheResetIsConfirmedByAProbeThatNoLongerHits) {
   StageEnv env = Env();
-  engine_.refuse_resets = 2;  // Answered OK twice without doing anything.
+  engine_.refuse_resets[v1::SIDE_PREFILL] = 2;  // Answered OK twice, did nothing.
   absl::StatusOr<Counters> c = CacheReset(env, e_);
   ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->at("prefill_reset_attempts"), 3);
@@ -405,7 +406,7 @@ TEST_F(StageBodyTest, CacheResetIsConfirmedByAProbeThatNoLongerHits) {
 
 TEST_F(StageBodyTest, CacheResetRetriesWhileTheEngineIsBusy) {
   StageEnv env = Env();
-  engine_.busy_resets = 3;  // SGLang's /flush_cache answering 400.
+  engine_.busy_resets[v1::SIDE_PREFILL] = 3;  // SGLang's /flush_cache answering 400.
   absl::StatusOr<Counters> c = CacheReset(env, e_);
   ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->at("prefill_reset_attempts"), 4);
@@ -413,7 +414,7 @@ TEST_F(StageBodyTest, CacheResetRetriesWhileTheEngineIsBusy) {
 
 TEST_F(StageBodyTest, CacheResetNeverConfirmedFailsAtTheDeadline) {
   StageEnv env = Env();
-  engine_.refuse_resets = 1 << 30;
+  engine_.refuse_resets[v1::SIDE_PREFILL] = 1 << 30;
   EXPECT_THAT(CacheReset(env, e_),
               StatusIs(absl::StatusCode::kDeadlineExceeded,
                        AllOf(HasSubstr("prefill prefix cache not reset"),
@@ -428,7 +429,7 @@ TEST_F(StageBodyTest, CacheResetWaitsForKvBlocksToBeReleased) {
   }
   EXPECT_THAT(CacheReset(env, e_), StatusIs(absl::StatusCode::kDeadlineExceeded,
                                             HasSubstr("KV usage 0.25")));
-  EXPECT_EQ(engine_.reset_calls, 0);
+  EXPECT_EQ(engine_.reset_calls[v1::SIDE_PREFILL], 0);  // Never reset while leased.
   std::thread release([&] {
     absl::SleepFor(absl::Milliseconds(50));
     absl::MutexLock lock(&engine_.mu);
