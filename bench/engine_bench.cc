@@ -43,6 +43,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/ascii.h"
+#include "bench/bench_common.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -68,18 +69,6 @@ std::string ReadFile(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::string Machine() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line, model = "unknown cpu";
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      model = line.substr(line.find(':') + 2);
-      break;
-    }
-  }
-  return absl::StrCat(model, ", nproc ", sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 absl::Time FromProto(const google::protobuf::Timestamp& t) {

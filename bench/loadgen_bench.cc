@@ -37,6 +37,7 @@
 #include "absl/strings/str_format.h"
 #include "analysis/percentile.h"
 #include "loadgen/dataset.h"
+#include "bench/bench_common.h"
 #include "loadgen/load_runner.h"
 #include "loadgen/schedule.h"
 
@@ -46,35 +47,6 @@ namespace {
 using loadgen::LoadOptions;
 using loadgen::LoadRunner;
 using loadgen::MemorySink;
-
-void PinTo(int core) {
-  if (core < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(core, &set);
-  sched_setaffinity(0, sizeof set, &set);
-}
-
-double CpuSeconds() {
-  rusage u;
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
-std::string Machine() {
-  utsname u;
-  uname(&u);
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line, model = "unknown cpu";
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      model = line.substr(line.find(':') + 2);
-      break;
-    }
-  }
-  return absl::StrCat(model, ", ", std::thread::hardware_concurrency(), " cpus, ", u.sysname, " ",
-                      u.release);
-}
 
 std::string Fetch(const std::string& url) {
   std::string cmd = absl::StrCat("/usr/bin/curl -s --max-time 30 ", url);
@@ -149,12 +121,12 @@ RunOutput RunLoad(const std::string& url, const std::string& id, int n, int c, d
     std::exit(1);
   }
   MemorySink sink;
-  double cpu0 = CpuSeconds();
+  double cpu0 = SelfCpuSeconds();
   auto t0 = std::chrono::steady_clock::now();
   auto summary = (*runner)->Run(*prompts, *planned, sink);
   RunOutput out;
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  out.cpu_seconds = CpuSeconds() - cpu0;
+  out.cpu_seconds = SelfCpuSeconds() - cpu0;
   if (!summary.ok()) {
     std::cerr << "load failed: " << summary.status() << "\n";
     std::exit(1);
@@ -178,21 +150,12 @@ int Main(int argc, char** argv) {
   app.add_option("--sim-core", sim_core, "Pin the sim to a core (-1: no)");
   app.add_option("--sim", sim_path, "servelab-sim binary (default: beside this one)");
   CLI11_PARSE(app, argc, argv);
-  if (sim_path.empty()) {
-    std::string self = std::filesystem::canonical("/proc/self/exe").string();
-    sim_path = self.substr(0, self.rfind('/')) + "/servelab-sim";
-  }
+  if (sim_path.empty()) sim_path = SiblingBinary("servelab-sim");
   char dir_template[] = "/tmp/loadgen_bench.XXXXXX";
   std::string dir = mkdtemp(dir_template);
-  std::string port_file = dir + "/port", config = dir + "/sim.yaml";
-  {
-    std::ofstream out(config);
-    out << "load_time_seconds: 0\ncold_start_requests: 0\nmax_num_seqs: 100000\n"
-        << "num_gpu_blocks: 100000000\nprefill_overhead_seconds: 0.005\n"
-        << "prefill_chunk_overhead_seconds: 0\nprefill_seconds_per_token: 0\n"
-        << "decode_base_seconds: " << decode_seconds << "\ndecode_seconds_per_seq: 0\n"
-        << "debug_request_history: " << requests + 10 << "\n";
-  }
+  std::string port_file = dir + "/port";
+  std::string config = WriteStreamingSimConfig(dir, decode_seconds, 0.005, requests + 10);
+
   pid_t sim = fork();
   if (sim == 0) {
     PinTo(sim_core);

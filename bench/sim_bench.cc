@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_common.h"
 #include "sim/asio.h"
 
 namespace servelab::bench {
@@ -133,22 +134,6 @@ std::string ProcStatus(pid_t pid, const std::string& key) {
   return "?";
 }
 
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown";
-}
-
-void PinTo(int core) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(core, &set);
-  sched_setaffinity(0, sizeof(set), &set);
-}
-
 }  // namespace
 }  // namespace servelab::bench
 
@@ -169,21 +154,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--sim", sim_path, "servelab-sim binary (default: beside this one)");
   CLI11_PARSE(app, argc, argv);
-  if (sim_path.empty()) {
-    std::string self = std::filesystem::canonical("/proc/self/exe").string();
-    sim_path = self.substr(0, self.rfind('/')) + "/servelab-sim";
-  }
+  if (sim_path.empty()) sim_path = SiblingBinary("servelab-sim");
 
   char dir_template[] = "/tmp/sim_bench.XXXXXX";
   std::string dir = mkdtemp(dir_template);
-  std::string port_file = dir + "/port", config = dir + "/sim.yaml";
-  {
-    std::ofstream out(config);
-    out << "load_time_seconds: 0\ncold_start_requests: 0\nmax_num_seqs: 100000\n"
-        << "num_gpu_blocks: 100000000\nprefill_overhead_seconds: 0\nprefill_chunk_overhead_seconds: 0\n"
-        << "prefill_seconds_per_token: 0\ndecode_base_seconds: " << decode_seconds
-        << "\ndecode_seconds_per_seq: 0\ndebug_request_history: 1000\n";
-  }
+  std::string port_file = dir + "/port";
+  std::string config = WriteStreamingSimConfig(dir, decode_seconds, 0, 1000);
   std::string scale = std::to_string(time_scale);
   pid_t sim = fork();
   if (sim == 0) {
@@ -243,10 +219,7 @@ int main(int argc, char** argv) {
   double chunks = static_cast<double>(counters.measured_events);
   double token_chunks = chunks - 2.0 * counters.measured_requests;  // minus usage + [DONE]
   double cpu = cpu_end - cpu_start;
-  utsname u;
-  uname(&u);
-  printf("machine: %s, %ld online cores, %s %s\n", CpuModel().c_str(), sysconf(_SC_NPROCESSORS_ONLN),
-         u.sysname, u.release);
+  printf("machine: %s\n", Machine().c_str());
   printf("setup: sim pinned to core %d (%s threads), client on core %d, %d concurrent streams, "
          "%d tokens/request, time-scale %g, decode %g s/token\n",
          sim_core, sim_threads.c_str(), client_core, streams, max_tokens, time_scale, decode_seconds);

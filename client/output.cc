@@ -262,7 +262,9 @@ std::string FormatWatchLine(const v1::Experiment& e, absl::Time now) {
 
 std::string FormatSummary(const v1::Summary& s) {
   std::string out;
-  AppendRow(&out, "daemon", absl::StrCat(s.serving() ? "serving" : "NOT serving (recovering)",
+  // Not serving: recovering, or refusing work since a ledger write failed;
+  // the next step says which.
+  AppendRow(&out, "daemon", absl::StrCat(s.serving() ? "serving" : "NOT serving (see next step)",
                                          s.paused() ? ", paused" : ""));
   AppendRow(&out, "lane", s.lane_owner().empty()
                               ? "idle"

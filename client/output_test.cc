@@ -89,6 +89,18 @@ TEST(FormatExperimentListTest, OneLinePerExperiment) {
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2);
 }
 
+TEST(FormatSummaryTest, NotServingPointsToTheNextStep) {
+  v1::Summary summary;
+  summary.set_serving(false);
+  summary.set_next_step("servelabd accepts no new work since the ledger write of exp-1's "
+                        "state failed 3 times: database is locked");
+  const std::string text = FormatSummary(summary);
+  EXPECT_THAT(text, HasSubstr("NOT serving (see next step)"));
+  EXPECT_THAT(text, HasSubstr("database is locked"));
+  summary.set_serving(true);
+  EXPECT_THAT(FormatSummary(summary), Not(HasSubstr("NOT serving")));
+}
+
 TEST(ExitCodesTest, DistinctPerCode) {
   EXPECT_EQ(ExitCodeFor(grpc::StatusCode::OK), 0);
   EXPECT_EQ(ExitCodeFor(grpc::StatusCode::INVALID_ARGUMENT), 3);

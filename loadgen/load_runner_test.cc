@@ -1,8 +1,5 @@
 #include "loadgen/load_runner.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gmock/gmock.h>
@@ -14,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "loadgen/fake_server.h"
 #include "loadgen/schedule.h"
+#include "tests/testing/ports.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/subprocess.h"
 
@@ -46,17 +44,6 @@ LoadOptions Options(const FakeServer& server, int concurrency) {
   return o;
 }
 
-int ClosedPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // Real P/D proxies serve no /v1/models (vLLM's toy_proxy_server.py): with
 // the model named, the runner asks for nothing but the generation route.
@@ -203,7 +190,7 @@ TEST(LoadRunnerTest, PerRequestTimeout) {
 
 TEST(LoadRunnerTest, UnreachableEndpointSendsNothing) {
   LoadOptions o;
-  o.url = absl::StrCat("http://127.0.0.1:", ClosedPort());
+  o.url = absl::StrCat("http://127.0.0.1:", servelab::testing::ClosedLoopbackPort());
   o.concurrency = 4;
   auto runner = LoadRunner::Create(o);
   ASSERT_THAT(runner, IsOk());

@@ -6,20 +6,20 @@
 //   SERVELAB_ASSIGN_OR_RETURN(RecordFile f, ReadRecordFile("run.sqlite"));
 //
 // Formats, chosen by extension:
-// - .sqlite / .db: table `requests` with the daemon's columns (experiment_id,
-//   phase, attempt, idx, planned_send_ns, sent_ns, first_token_ns, end_ns,
-//   chunk_ns BLOB of little-endian int64, prompt_tokens, completion_tokens,
-//   cached_tokens, http_status, error, requested_prompt_tokens,
-//   requested_completion_tokens, load_start as unix nanoseconds) plus
-//   `load_spec` (one row: the ExperimentSpec as JSON) and `load_records_extra`
-//   (queued_ns per request, a field the daemon's table does not have). One
-//   transaction per batch, WAL, synchronous=FULL.
+// - .sqlite / .db: table `requests` with exactly the daemon's columns and
+//   encodings, defined once in storage/request_rows.h (one row per
+//   RequestRecord, queued_ns included), plus `load_spec` (one row: the
+//   ExperimentSpec as JSON). One transaction per batch, WAL,
+//   synchronous=FULL. Files of the older layout, which kept queued_ns in a
+//   side table `load_records_extra`, are still read.
 // - .jsonl: first line {"spec": <ExperimentSpec>}, then one RequestRecord per
 //   line (proto JSON, proto field names); each batch is flushed and fsynced.
 //
 // Errors: ALREADY_EXISTS when the file exists (records of two loads are never
-// mixed), INVALID_ARGUMENT for an unknown extension, INTERNAL for I/O or
-// database errors, NOT_FOUND when reading a missing file.
+// mixed), INVALID_ARGUMENT for an unknown extension or a file that is not a
+// record file, NOT_FOUND when reading a missing file; database errors as
+// storage/sqlite_db.h maps them (RESOURCE_EXHAUSTED when the disk is full,
+// UNAVAILABLE when busy, INTERNAL otherwise), I/O errors INTERNAL.
 #ifndef SERVELAB_LOADGEN_RECORD_FILE_H_
 #define SERVELAB_LOADGEN_RECORD_FILE_H_
 

@@ -133,27 +133,31 @@ asio::awaitable<void> SleepUntil(asio::steady_timer& timer, SteadyClock::time_po
 
 }  // namespace
 
+asio::awaitable<bool> AnswerInjectedError(ClientConn& conn, Engine& engine, RequestState& r,
+                                          bool keep_alive) {
+  bool ok = co_await conn.WriteJson(r.error_status, ErrorBody(r.error_status, "injected fault: error"),
+                                    keep_alive);
+  engine.Finish(r, Outcome::kError, r.error_status);
+  co_return ok;
+}
+
+asio::awaitable<void> HangUntilClientLeaves(ClientConn& conn, Engine& engine, RequestState& r) {
+  char byte;
+  boost::system::error_code ec;
+  co_await conn.socket().async_read_some(asio::buffer(&byte, 1),
+                                         asio::redirect_error(asio::use_awaitable, ec));
+  engine.Finish(r, Outcome::kAborted, 0);
+}
+
 asio::awaitable<bool> ServeGeneration(ClientConn& conn, Engine& engine, GenerationRequest& request,
                                       RequestMeta& meta, bool keep_alive) {
   std::unique_ptr<RequestState> r = engine.Arrive(std::move(request), std::move(meta));
   const std::string& model = engine.config().model;
-  if (r->fault == FaultAction::kError) {
-    bool ok = co_await conn.WriteJson(r->error_status,
-                                      ErrorBody(r->error_status, "injected fault: error"),
-                                      keep_alive);
-    engine.Finish(*r, Outcome::kError, r->error_status);
-    co_return ok;
-  }
+  if (r->fault == FaultAction::kError) co_return co_await AnswerInjectedError(conn, engine, *r, keep_alive);
   co_await WaitForAdmission(engine, *r);
   asio::steady_timer timer(co_await asio::this_coro::executor);
   if (r->fault == FaultAction::kHang) {
-    // Hold the slot and never answer; end only when the client goes away
-    // (any byte or EOF), as vLLM aborts a request whose client disconnected.
-    char byte;
-    boost::system::error_code ec;
-    co_await conn.socket().async_read_some(asio::buffer(&byte, 1),
-                                           asio::redirect_error(asio::use_awaitable, ec));
-    engine.Finish(*r, Outcome::kAborted, 0);
+    co_await HangUntilClientLeaves(conn, engine, *r);  // Holds its admission slot.
     co_return false;
   }
   co_await SleepUntil(timer, SteadyClock::now() + engine.StartPrefill(*r));

@@ -22,6 +22,15 @@ namespace servelab::sim {
 asio::awaitable<bool> ServeGeneration(ClientConn& conn, Engine& engine, GenerationRequest& request,
                                       RequestMeta& meta, bool keep_alive);
 
+// The injected faults both an instance and the router answer the same way.
+// kError: the error answer; returns whether the connection stays usable.
+asio::awaitable<bool> AnswerInjectedError(ClientConn& conn, Engine& engine, RequestState& r,
+                                          bool keep_alive);
+// kHang: holds the request (it counts as running) and never answers; ends
+// only when the client goes away (any byte or EOF), as vLLM aborts a request
+// whose client disconnected. The connection must then be closed.
+asio::awaitable<void> HangUntilClientLeaves(ClientConn& conn, Engine& engine, RequestState& r);
+
 }  // namespace servelab::sim
 
 #endif  // SERVELAB_SIM_GENERATION_H_

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "sim/generation.h"
 #include "sim/log.h"
 #include "sim/request.h"
 
@@ -179,17 +180,10 @@ asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, Engine& engine,
   RequestMeta meta{request.request_id, request.load_tag};
   std::unique_ptr<RequestState> r = engine.Arrive(std::move(parsed), std::move(meta));
   if (r->fault == FaultAction::kError) {
-    bool ok = co_await conn.WriteJson(
-        r->error_status, ErrorBody(r->error_status, "injected fault: error"), request.keep_alive);
-    engine.Finish(*r, Outcome::kError, r->error_status);
-    co_return ok;
+    co_return co_await AnswerInjectedError(conn, engine, *r, request.keep_alive);
   }
   if (r->fault == FaultAction::kHang) {
-    char byte;
-    boost::system::error_code ec;
-    co_await conn.socket().async_read_some(asio::buffer(&byte, 1),
-                                           asio::redirect_error(asio::use_awaitable, ec));
-    engine.Finish(*r, Outcome::kAborted, 0);
+    co_await HangUntilClientLeaves(conn, engine, *r);
     co_return false;
   }
   struct InFlight {

@@ -14,7 +14,10 @@ namespace {
 // truth and the other columns are copies kept for queries and for people
 // reading the file with the sqlite3 shell; this keeps proto fields added
 // later round-tripping without a migration. `requests` has no such blob:
-// it is the hot path and every RequestRecord field has a column.
+// it is the hot path and every RequestRecord field has a column. Its current
+// columns and row codec are defined once, in request_rows.cc (shared with
+// servelab-load's record files); request_rows_test checks that these steps
+// produce exactly those columns.
 constexpr std::string_view kV1 = R"sql(
 CREATE TABLE sequences (
   name TEXT PRIMARY KEY,

@@ -1,4 +1,5 @@
-// SqliteDb: a thin RAII layer over the sqlite3 C API, private to storage/.
+// SqliteDb: a thin RAII layer over the sqlite3 C API, for storage/ and for
+// servelab-load's record files (loadgen/sqlite_record_file.cc).
 // It owns one connection, caches prepared statements (finalized by a deleter
 // when the connection closes) and maps result codes onto absl::Status:
 //
@@ -91,11 +92,15 @@ class SqliteDb {
  public:
   struct Options {
     absl::Duration busy_timeout = absl::Milliseconds(5000);
+    // Opens an existing file for reading only: nothing is created and the
+    // journal mode is left as the file has it.
+    bool read_only = false;
   };
 
   // Opens (creating) the database file at `path` with journal_mode=WAL,
   // synchronous=FULL, foreign_keys=ON and the busy timeout. Fails when WAL
   // cannot be enabled (e.g. a filesystem without shared memory support).
+  // With read_only, fails when the file does not exist.
   static absl::StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path,
                                                         const Options& options);
   ~SqliteDb();

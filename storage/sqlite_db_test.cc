@@ -153,5 +153,21 @@ TEST_F(SqliteDbTest, OpenFailureNamesThePath) {
               StatusIs(absl::StatusCode::kInternal, HasSubstr("no/such/dir/x.db")));
 }
 
+TEST_F(SqliteDbTest, ReadOnlyOpenReadsButNeitherCreatesNorWrites) {
+  SqliteDb::Options read_only;
+  read_only.read_only = true;
+  EXPECT_THAT(SqliteDb::Open(dir_.File("missing.db"), read_only),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("missing.db")));
+  {
+    auto db = OpenDb();
+    ASSERT_THAT(db->Exec("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (7);"), IsOk());
+  }
+  auto db = SqliteDb::Open(dir_.File("test.db"), read_only);
+  ASSERT_THAT(db, IsOk());
+  EXPECT_EQ((*db)->QueryInt("SELECT x FROM t").value(), 7);
+  EXPECT_THAT((*db)->Exec("INSERT INTO t VALUES (8)"),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("readonly")));
+}
+
 }  // namespace
 }  // namespace servelab::storage

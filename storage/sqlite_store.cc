@@ -8,32 +8,13 @@
 #include "google/protobuf/timestamp.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "storage/migrations.h"
+#include "storage/request_rows.h"
 #include "storage/sqlite_db.h"
 
 namespace servelab::storage {
 namespace {
 
 using google::protobuf::Timestamp;
-
-constexpr int64_t kNanosPerSecond = 1'000'000'000;
-
-// Saturates outside ~1678..2262, far beyond any time the daemon records.
-int64_t ToUnixNanos(const Timestamp& ts) {
-  return absl::ToUnixNanos(absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos()));
-}
-
-Timestamp FromUnixNanos(int64_t ns) {
-  int64_t seconds = ns / kNanosPerSecond;
-  int64_t nanos = ns % kNanosPerSecond;
-  if (nanos < 0) {  // Timestamp wants nanos in [0, 1e9).
-    nanos += kNanosPerSecond;
-    seconds -= 1;
-  }
-  Timestamp ts;
-  ts.set_seconds(seconds);
-  ts.set_nanos(static_cast<int32_t>(nanos));
-  return ts;
-}
 
 // NULL keeps "unset" distinct from the epoch, so messages round-trip exactly.
 void BindTime(Statement& stmt, int index, bool has, const Timestamp& ts) {
@@ -50,29 +31,6 @@ void BindOptionalText(Statement& stmt, int index, std::string_view text) {
   } else {
     stmt.BindText(index, text);
   }
-}
-
-// Fixed 8 bytes per value, byte order pinned so the file is portable.
-void EncodeInt64s(const google::protobuf::RepeatedField<int64_t>& values, std::string& out) {
-  out.resize(values.size() * 8);
-  char* p = out.data();
-  for (int64_t value : values) {
-    auto u = static_cast<uint64_t>(value);
-    for (int b = 0; b < 8; ++b) *p++ = static_cast<char>(u >> (8 * b));
-  }
-}
-
-absl::Status DecodeInt64s(std::string_view bytes, google::protobuf::RepeatedField<int64_t>& out) {
-  if (bytes.size() % 8 != 0) {
-    return absl::InternalError(absl::StrCat("corrupt chunk_ns blob of ", bytes.size(), " bytes"));
-  }
-  out.Reserve(static_cast<int>(bytes.size() / 8));
-  for (size_t i = 0; i < bytes.size(); i += 8) {
-    uint64_t u = 0;
-    for (int b = 0; b < 8; ++b) u |= uint64_t{static_cast<unsigned char>(bytes[i + b])} << (8 * b);
-    out.Add(static_cast<int64_t>(u));
-  }
-  return absl::OkStatus();
 }
 
 template <typename Message>
@@ -389,16 +347,8 @@ absl::Status SqliteStore::AppendRequests(const std::vector<v1::RequestRecord>& r
   // One transaction per batch: one fsync for the batch, and a crash loses at
   // most the batch in flight.
   SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kImmediate));
-  SERVELAB_ASSIGN_OR_RETURN(
-      Statement insert,
-      db_->Prepare(
-          "INSERT INTO requests (experiment_id, phase, attempt, idx, planned_send_ns, "
-          "sent_ns, first_token_ns, end_ns, chunk_ns, prompt_tokens, completion_tokens, "
-          "cached_tokens, http_status, error, requested_prompt_tokens, "
-          "requested_completion_tokens, load_start, queued_ns) VALUES (?1, ?2, ?3, ?4, ?5, "
-          "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"));
+  SERVELAB_ASSIGN_OR_RETURN(Statement insert, db_->Prepare(InsertRequestSql()));
   const std::string* checked_id = nullptr;
-  std::string chunks;
   for (const v1::RequestRecord& r : records) {
     // Batches are almost always of one experiment: check once per run of ids,
     // so a bad id reads NOT_FOUND rather than a foreign key failure.
@@ -411,25 +361,7 @@ absl::Status SqliteStore::AppendRequests(const std::vector<v1::RequestRecord>& r
       checked_id = &r.experiment_id();
     }
     insert.Reset();
-    insert.BindText(1, r.experiment_id());
-    insert.BindInt(2, r.phase());
-    insert.BindInt(3, r.attempt());
-    insert.BindInt(4, r.index());
-    insert.BindInt(5, r.planned_send_ns());
-    insert.BindInt(6, r.sent_ns());
-    insert.BindInt(7, r.first_token_ns());
-    insert.BindInt(8, r.end_ns());
-    EncodeInt64s(r.chunk_ns(), chunks);
-    insert.BindBlob(9, chunks);
-    insert.BindInt(10, r.prompt_tokens());
-    insert.BindInt(11, r.completion_tokens());
-    insert.BindInt(12, r.cached_tokens());
-    insert.BindInt(13, r.http_status());
-    insert.BindText(14, r.error());
-    insert.BindInt(15, r.requested_prompt_tokens());
-    insert.BindInt(16, r.requested_completion_tokens());
-    BindTime(insert, 17, r.has_load_start(), r.load_start());
-    insert.BindInt(18, r.queued_ns());
+    BindRequestRow(r, insert);
     absl::Status status = insert.Run();
     if (absl::IsAlreadyExists(status)) {
       return absl::AlreadyExistsError(
@@ -449,14 +381,11 @@ absl::StatusOr<std::vector<v1::RequestRecord>> SqliteStore::ListRequests(
   SERVELAB_ASSIGN_OR_RETURN(bool exists, ExperimentExistsLocked(experiment_id));
   if (!exists)
     return absl::NotFoundError(absl::StrCat("experiment ", ToAbsl(experiment_id), " not found"));
-  SERVELAB_ASSIGN_OR_RETURN(
-      Statement list,
-      db_->Prepare("SELECT phase, attempt, idx, planned_send_ns, sent_ns, first_token_ns, end_ns, "
-                   "chunk_ns, prompt_tokens, completion_tokens, cached_tokens, http_status, "
-                   "error, requested_prompt_tokens, requested_completion_tokens, load_start, "
-                   "queued_ns "
-                   "FROM requests WHERE experiment_id = ?1 AND (?2 = 0 OR phase = ?2) "
+  static const auto* const kList = new std::string(
+      absl::StrCat("SELECT ", RequestColumnList(),
+                   " FROM requests WHERE experiment_id = ?1 AND (?2 = 0 OR phase = ?2) "
                    "AND (?3 = 0 OR attempt = ?3) ORDER BY attempt, idx, phase"));
+  SERVELAB_ASSIGN_OR_RETURN(Statement list, db_->Prepare(*kList));
   list.BindText(1, experiment_id);
   list.BindInt(2, phase);
   list.BindInt(3, attempt);
@@ -464,25 +393,7 @@ absl::StatusOr<std::vector<v1::RequestRecord>> SqliteStore::ListRequests(
   while (true) {
     SERVELAB_ASSIGN_OR_RETURN(bool row, list.Step());
     if (!row) break;
-    v1::RequestRecord& r = records.emplace_back();
-    r.set_experiment_id(std::string(experiment_id));
-    r.set_phase(static_cast<v1::Phase>(list.ColumnInt(0)));
-    r.set_attempt(static_cast<int32_t>(list.ColumnInt(1)));
-    r.set_index(static_cast<int32_t>(list.ColumnInt(2)));
-    r.set_planned_send_ns(list.ColumnInt(3));
-    r.set_sent_ns(list.ColumnInt(4));
-    r.set_first_token_ns(list.ColumnInt(5));
-    r.set_end_ns(list.ColumnInt(6));
-    SERVELAB_RETURN_IF_ERROR(DecodeInt64s(list.ColumnBlob(7), *r.mutable_chunk_ns()));
-    r.set_prompt_tokens(static_cast<int32_t>(list.ColumnInt(8)));
-    r.set_completion_tokens(static_cast<int32_t>(list.ColumnInt(9)));
-    r.set_cached_tokens(static_cast<int32_t>(list.ColumnInt(10)));
-    r.set_http_status(static_cast<int32_t>(list.ColumnInt(11)));
-    r.set_error(std::string(list.ColumnText(12)));
-    r.set_requested_prompt_tokens(static_cast<int32_t>(list.ColumnInt(13)));
-    r.set_requested_completion_tokens(static_cast<int32_t>(list.ColumnInt(14)));
-    if (!list.IsNull(15)) *r.mutable_load_start() = FromUnixNanos(list.ColumnInt(15));
-    r.set_queued_ns(list.ColumnInt(16));
+    SERVELAB_RETURN_IF_ERROR(ReadRequestRow(list, records.emplace_back()));
   }
   return records;
 }

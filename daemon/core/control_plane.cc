@@ -74,6 +74,16 @@ std::string StateLabel(v1::ExperimentState state) {
   return absl::AsciiStrToLower(name.substr(std::string("EXPERIMENT_STATE_").size()));
 }
 
+absl::Status ControlPlane::CheckAcceptingWork() {
+  if (executor_ == nullptr) return absl::OkStatus();
+  absl::Status latched = executor_->LatchedError();
+  if (latched.ok()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "servelabd accepts no new work since ", latched.message(),
+      "; fix the storage (disk space, a process holding servelab.db) and restart servelabd, "
+      "which re-classifies what was left running"));
+}
+
 const char* ControlPlane::QueuedBlocker() const {
   if (executor_ == nullptr) return kNoRunnerBlocker;
   return paused_ ? kPausedBlocker : kQueuedBlocker;
@@ -84,6 +94,7 @@ ControlPlane::ControlPlane(Store& store, Clock& clock)
 
 absl::StatusOr<v1::Experiment> ControlPlane::Submit(const v1::SubmitExperimentRequest& request) {
   const absl::Time received = clock_.Now();
+  if (!request.validate_only()) SERVELAB_RETURN_IF_ERROR(CheckAcceptingWork());
   v1::ExperimentSpec spec;
   std::optional<v1::Experiment> parent;
   switch (request.source_case()) {
@@ -203,6 +214,7 @@ absl::StatusOr<std::vector<v1::Experiment>> ControlPlane::List(
 }
 
 absl::StatusOr<v1::Experiment> ControlPlane::Resume(const v1::ResumeExperimentRequest& request) {
+  SERVELAB_RETURN_IF_ERROR(CheckAcceptingWork());
   SERVELAB_ASSIGN_OR_RETURN(
       v1::Experiment resumed,
       ledger_.Update(request.id(), [&](v1::Experiment& experiment) -> absl::StatusOr<EventText> {
@@ -260,6 +272,8 @@ absl::StatusOr<v1::Experiment> ControlPlane::Cancel(std::string_view id) {
         return EventText{"cancelled", absl::StrCat(StateLabel(before), " -> cancelled")};
       });
   if (!running) return cancelled;
+  // Returns at once: the executor records CANCELLED at its next safe point,
+  // which Watch reports.
   SERVELAB_RETURN_IF_ERROR(executor_->CancelRunning(std::string(id)));
   return Get(id);
 }
@@ -352,7 +366,10 @@ absl::StatusOr<v1::Summary> ControlPlane::Summary() {
     }
   }
 
-  if (!summary.lane_owner().empty()) {
+  if (absl::Status latched = CheckAcceptingWork(); !latched.ok()) {
+    summary.set_serving(false);
+    summary.set_next_step(std::string(latched.message()));
+  } else if (!summary.lane_owner().empty()) {
     summary.set_next_step(absl::StrCat("wait for ", summary.lane_owner(), ": servelab wait ",
                                        summary.lane_owner(), " --until done"));
   } else if (summary.queue_size() > 0) {

@@ -5,8 +5,10 @@
 //
 // Errors: INVALID_ARGUMENT naming the field path at fault; NOT_FOUND for an
 // unknown experiment id; FAILED_PRECONDITION when the experiment's state
-// forbids the call (e.g. cancelling a finished one). Nothing is stored when a
-// call fails.
+// forbids the call (e.g. cancelling a finished one), and for Submit and
+// Resume once the executor latched a ledger write error (naming it). Nothing
+// is stored when a call fails. Cancel of a running experiment returns at once,
+// still RUNNING; it becomes CANCELLED at the runner's next safe point.
 //
 // Thread-safe. Listeners are called on the writer's thread, after the write
 // is committed, and must not block.
@@ -38,8 +40,12 @@ class ExperimentExecutor {
   virtual ~ExperimentExecutor() = default;
   // Called after a submit or resume committed; must not block.
   virtual void Enqueue(const std::string& id) = 0;
-  // Stops a running experiment and records it as cancelled.
+  // Asks a running experiment to stop and returns without waiting; the
+  // executor records it as cancelled at its next safe point.
   virtual absl::Status CancelRunning(const std::string& id) = 0;
+  // Not OK once the executor lost a ledger write for good (the error it
+  // latched): the daemon then accepts no new work until restarted.
+  virtual absl::Status LatchedError() { return absl::OkStatus(); }
   // The experiment holding the accelerator lane ("" when free) and its stage.
   virtual std::pair<std::string, v1::StageName> LaneOwner() = 0;
   // What `servelab plan` shows: each side's launch command for `spec`.
@@ -87,6 +93,8 @@ class ControlPlane {
 
   // Why a queued experiment waits, in words.
   const char* QueuedBlocker() const;
+  // FAILED_PRECONDITION naming the executor's latched error, if any.
+  absl::Status CheckAcceptingWork();
 };
 
 // True for SUCCEEDED, FAILED and CANCELLED: a watch ends there.

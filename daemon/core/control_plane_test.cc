@@ -20,6 +20,7 @@ using ::testing::SizeIs;
 class FixedClock : public Clock {
  public:
   absl::Time Now() override { return now_ += absl::Milliseconds(1); }
+  void SleepFor(absl::Duration duration) override { now_ += duration; }
 
  private:
   absl::Time now_ = absl::FromUnixSeconds(1'800'000'000);

@@ -1,7 +1,6 @@
 // Stages that change or probe the serving deployment: launch, warmup, route
 // verification and prefix-cache preparation.
 #include <future>
-#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -191,7 +190,7 @@ absl::Status WaitIdle(StageEnv& env, const v1::ServingInstance& instance, absl::
           " running, ", c.requests_waiting, " waiting, ", c.requests_in_transfer,
           " in transfer, KV usage ", c.kv_cache_usage));
     }
-    std::this_thread::sleep_for(absl::ToChronoMilliseconds(env.drain_poll));
+    env.clock.SleepFor(env.drain_poll);
   }
 }
 
@@ -239,7 +238,7 @@ absl::StatusOr<ResetOutcome> ConfirmedReset(StageEnv& env, const v1::ServingInst
           SideLabel(instance.side()), " prefix cache not reset after ", attempt,
           " attempts by limits.warmup_timeout: ", last));
     }
-    std::this_thread::sleep_for(absl::ToChronoMilliseconds(env.drain_poll));
+    env.clock.SleepFor(env.drain_poll);
   }
 }
 

@@ -2,8 +2,6 @@
 // formal load itself, and the drain confirmation that releases the lane.
 #include <unistd.h>
 
-#include <thread>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -230,7 +228,7 @@ absl::StatusOr<Counters> DrainConfirm(StageEnv& env, const v1::Experiment& e) {
       return absl::FailedPreconditionError(
           absl::StrCat("cannot confirm the load ended: ", absl::StrJoin(busy, "; ")));
     }
-    std::this_thread::sleep_for(absl::ToChronoMilliseconds(env.drain_poll));
+    env.clock.SleepFor(env.drain_poll);
   }
 }
 

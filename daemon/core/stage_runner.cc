@@ -1,5 +1,6 @@
 #include "daemon/core/stage_runner.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -123,16 +124,65 @@ absl::Status StageRunner::CancelRunning(const std::string& id) {
     }
     flag = it->second;
   }
+  // The runner records the cancellation at the next safe point (a running
+  // formal load is stopped and drained first); waiting for it here would
+  // hold a gRPC thread for as long as a drain takes.
   flag->store(true);
-  // The runner records the cancellation at the next safe point: a running
-  // formal load is stopped and drained first.
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (absl::Now() < deadline) {
-    absl::StatusOr<v1::Experiment> e = ledger_.store().GetExperiment(id);
-    if (!e.ok() || IsFinal(e->state())) return absl::OkStatus();
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return absl::OkStatus();
+}
+
+absl::Status StageRunner::LatchedError() {
+  absl::MutexLock lock(&mu_);
+  return latched_error_;
+}
+
+bool StageRunner::latched() {
+  absl::MutexLock lock(&mu_);
+  return !latched_error_.ok();
+}
+
+void StageRunner::Latch(const absl::Status& error) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!latched_error_.ok()) return;
+    latched_error_ = error;
+    // What runs stops at its next safe point; nothing it does is recorded.
+    for (auto& [id, flag] : cancel_) flag->store(true);
   }
-  return absl::DeadlineExceededError(absl::StrCat(id, ": cancellation requested, still stopping"));
+  if (options_.on_latched_error) options_.on_latched_error(error);
+}
+
+absl::StatusOr<v1::Experiment> StageRunner::Commit(const std::string& id,
+                                                   const Ledger::Mutation& mutate) {
+  for (int attempt = 1;; ++attempt) {
+    if (absl::Status latched = LatchedError(); !latched.ok()) return latched;
+    bool refused = false;
+    std::string what;
+    absl::StatusOr<v1::Experiment> written =
+        ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+          absl::StatusOr<EventText> text = mutate(e);
+          refused = !text.ok();
+          if (text.ok()) what = absl::StrCat(text->kind, " \"", text->detail, "\"");
+          return text;
+        });
+    // A mutation that declines (e.g. "already final") is an answer, not a
+    // failed write; so is an unknown id.
+    if (written.ok() || refused || absl::IsNotFound(written.status())) return written;
+    if (attempt >= std::max(1, options_.write_attempts)) {
+      Latch(absl::Status(written.status().code(),
+                         absl::StrCat("the ledger write of ", id, "'s ",
+                                      what.empty() ? "state" : what, " failed ", attempt,
+                                      " times: ", written.status().message())));
+      return LatchedError();
+    }
+    ledger_.clock().SleepFor(options_.write_retry_pause);
+  }
+}
+
+void StageRunner::Record(const std::string& id, const Ledger::Mutation& mutate) {
+  // A failure is latched by Commit: the runner then stops, and nothing is
+  // left to do with it here.
+  (void)Commit(id, mutate);
 }
 
 void StageRunner::CpuLoop() {
@@ -142,7 +192,7 @@ void StageRunner::CpuLoop() {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
           +[](StageRunner* r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return r->stopping_ || !r->cpu_tasks_.empty();
+            return r->stopping_ || (r->latched_error_.ok() && !r->cpu_tasks_.empty());
           },
           this));
       if (stopping_) return;
@@ -161,7 +211,7 @@ void StageRunner::LaneLoop() {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
           +[](StageRunner* r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return r->stopping_ || !r->lane_queue_.empty();
+            return r->stopping_ || (r->latched_error_.ok() && !r->lane_queue_.empty());
           },
           this));
       if (stopping_) return;
@@ -182,7 +232,7 @@ void StageRunner::LaneLoop() {
 void StageRunner::Prepare(const std::string& id) {
   std::shared_ptr<std::atomic<bool>> cancel = CancelFlag(id);
   absl::StatusOr<v1::Experiment> started =
-      ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+      Commit(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
         if (e.state() != v1::EXPERIMENT_STATE_QUEUED) {
           return absl::FailedPreconditionError("not queued");
         }
@@ -229,7 +279,7 @@ void StageRunner::Prepare(const std::string& id) {
         skipped.push_back(s);
       }
     }
-    MarkStages(id, skipped, ledger_.clock().Now()).IgnoreError();
+    if (!MarkStages(id, skipped, ledger_.clock().Now()).ok()) return;  // Latched.
     return RunAnalysis(id);
   }
   const v1::Stage* preflight = FindStage(*started, v1::STAGE_PREFLIGHT);
@@ -303,7 +353,7 @@ void StageRunner::RunLane(const std::string& id, absl::Time released) {
         if (s->action() != v1::STAGE_ACTION_SKIP && s->action() != v1::STAGE_ACTION_REUSE) break;
         batch.push_back(next);
       }
-      MarkStages(id, batch, cursor).IgnoreError();
+      if (!MarkStages(id, batch, cursor).ok()) return;  // Latched: the runner stops.
       continue;
     }
     absl::Status status;
@@ -314,16 +364,16 @@ void StageRunner::RunLane(const std::string& id, absl::Time released) {
       bool first_recorded = false;
       ProgressFn on_progress = [&](const v1::Progress& progress, bool final) {
         absl::MutexLock lock(&progress_mu);
-        const absl::Time now = absl::Now();
+        const absl::Time now = ledger_.clock().Now();
         const bool first = progress.has_first_formal_request_at() && !first_recorded;
         if (!final && !first && now - last_commit < options_.progress_interval) return;
         first_recorded = first_recorded || first;
         last_commit = now;
-        ledger_.Update(id, [&](v1::Experiment& x) -> absl::StatusOr<EventText> {
+        Record(id, [&](v1::Experiment& x) -> absl::StatusOr<EventText> {
           *x.mutable_progress() = progress;
           return EventText{"progress", absl::StrCat(progress.formal_requests_sent(), "/",
                                                      progress.formal_requests_planned(), " sent")};
-        }).IgnoreError();
+        });
       };
       // The attempt is the stage's own count: a load cut off before any of
       // its records were stored still used up its number.
@@ -355,6 +405,9 @@ void StageRunner::RunLane(const std::string& id, absl::Time released) {
     // The end of the load is unknown: keep the lane until it drains, so no
     // new load starts on top of it.
     FailExperiment(id, name, status);
+    // Latched: nothing new will start on the lane, and a restart's formal
+    // load confirms the drain before it sends.
+    if (latched()) return;
     std::atomic<bool> never(false);
     StageEnv hold = Env(never);
     while (true) {
@@ -403,7 +456,7 @@ void StageRunner::RunAnalysis(const std::string& id) {
   }, cursor);
   if (!status.ok()) return FailExperiment(id, v1::STAGE_DECIDE, status);
   if (decision.has_value()) *result.mutable_decision() = *decision;
-  ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+  Record(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
     *e.mutable_result() = result;
     e.set_state(v1::EXPERIMENT_STATE_SUCCEEDED);
     e.set_blocker("");
@@ -412,7 +465,7 @@ void StageRunner::RunAnalysis(const std::string& id) {
                                              decision->baseline_experiment_id())
                               : "; first of its scenario";
     return EventText{"state", absl::StrCat("running -> succeeded", verdict)};
-  }).IgnoreError();
+  });
   absl::MutexLock lock(&mu_);
   cancel_.erase(id);
 }
@@ -423,7 +476,7 @@ absl::Status StageRunner::RunStage(
     absl::Time& cursor) {
   const absl::Time start = cursor;
   SERVELAB_ASSIGN_OR_RETURN(
-      v1::Experiment started, ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+      v1::Experiment started, Commit(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
         v1::Stage& stage = *FindStage(e, name);
         stage.set_status(v1::STAGE_STATUS_RUNNING);
         stage.set_attempt(stage.attempt() + 1);
@@ -438,7 +491,7 @@ absl::Status StageRunner::RunStage(
       }));
   absl::StatusOr<Counters> counters = body(started);
   const absl::Time end = ledger_.clock().Now();
-  ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+  Record(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
     v1::Stage& stage = *FindStage(e, name);
     *stage.mutable_ended_at() = ToTimestamp(end);
     if (counters.ok()) {
@@ -450,7 +503,7 @@ absl::Status StageRunner::RunStage(
     }
     return EventText{"stage", absl::StrCat(StageLabel(name), counters.ok() ? " succeeded" : " failed: ",
                                            counters.ok() ? "" : counters.status().message())};
-  }).IgnoreError();
+  });
   metrics_.ObserveStage(StageLabel(name), "run", absl::ToDoubleSeconds(end - start));
   cursor = end;
   return counters.status();
@@ -461,7 +514,7 @@ absl::Status StageRunner::MarkStages(const std::string& id,
   if (names.empty()) return absl::OkStatus();
   std::vector<std::pair<std::string, v1::StageStatus>> marked;
   absl::Status result =
-      ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+      Commit(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
         marked.clear();
         std::string detail;
         for (v1::StageName name : names) {
@@ -488,7 +541,7 @@ absl::Status StageRunner::MarkStages(const std::string& id,
 
 void StageRunner::FailExperiment(const std::string& id, v1::StageName name,
                                  const absl::Status& error) {
-  ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+  Record(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
     const v1::Stage* warmup = FindStage(static_cast<const v1::Experiment&>(e), v1::STAGE_WARMUP);
     const bool warm = warmup != nullptr && Done(warmup->status());
     const v1::FailureClass failure_class = ClassifyFailure(name, warm);
@@ -498,33 +551,33 @@ void StageRunner::FailExperiment(const std::string& id, v1::StageName name,
     e.set_blocker(absl::StrCat(StageLabel(name), " failed: ", error.message()));
     return EventText{"failed", absl::StrCat(v1::FailureClass_Name(failure_class), " at ",
                                             StageLabel(name), ": ", error.message())};
-  }).IgnoreError();
+  });
   absl::MutexLock lock(&mu_);
   cancel_.erase(id);
 }
 
 void StageRunner::FinishCancelled(const std::string& id) {
-  ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+  Record(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
     if (IsFinal(e.state())) return absl::FailedPreconditionError("already final");
     const std::string before = StateLabel(e.state());
     e.set_state(v1::EXPERIMENT_STATE_CANCELLED);
     e.set_blocker("");
     return EventText{"cancelled", absl::StrCat(before, " -> cancelled")};
-  }).IgnoreError();
+  });
   absl::MutexLock lock(&mu_);
   cancel_.erase(id);
 }
 
 void StageRunner::SetBlocker(const std::string& id, const std::string& blocker) {
-  ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+  Record(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
     e.set_blocker(blocker);
     return EventText{"blocker", blocker};
-  }).IgnoreError();
+  });
 }
 
 absl::Status StageRunner::Replan(const std::string& id) {
   SERVELAB_ASSIGN_OR_RETURN(std::optional<HotState> hot, ReadHotState(ledger_.store()));
-  return ledger_.Update(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+  return Commit(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
     // The plan made at submit compared with what ran then; the lane compares
     // with what runs now (an experiment ahead in the queue may have changed it).
     v1::Plan plan = MakePlan({.spec = e.spec(), .hot = hot});
@@ -582,7 +635,7 @@ absl::Status StageRunner::Recover() {
         break;
       }
     }
-    ledger_.Update(experiment.id(), [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+    Record(experiment.id(), [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
       v1::Stage& stage = *FindStage(e, interrupted);
       if (stage.status() == v1::STAGE_STATUS_RUNNING) {
         stage.set_status(v1::STAGE_STATUS_FAILED);
@@ -599,7 +652,7 @@ absl::Status StageRunner::Recover() {
       return EventText{"recovered", absl::StrCat(v1::FailureClass_Name(failure_class),
                                                  ": interrupted by a daemon restart during ",
                                                  StageLabel(interrupted))};
-    }).IgnoreError();
+    });
   }
   return absl::OkStatus();
 }

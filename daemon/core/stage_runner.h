@@ -6,6 +6,16 @@
 //   time, in queue order, and is released only once drain is confirmed.
 // Every stage transition is committed through the Ledger with its event.
 //
+// A ledger write that fails is retried (Options::write_attempts); one that
+// still fails is latched, as LevelDB latches bg_error_: from then on the
+// runner writes nothing more, starts no new work and stops what runs (a
+// formal load is cancelled), so that storage never moves on without the
+// runner or the runner without storage. LatchedError() names the write; the
+// control plane refuses new work and the daemon reports NOT_SERVING. What
+// was left RUNNING is re-classified by Recover() after a restart.
+//
+// All time is read and waited on through the ledger's Clock.
+//
 //   StageRunner runner(control_plane.ledger(), engine, driver, metrics, options);
 //   SERVELAB_RETURN_IF_ERROR(runner.Recover());   // before serving
 //   control_plane.SetExecutor(&runner);
@@ -44,6 +54,13 @@ class StageRunner : public ExperimentExecutor {
     absl::Duration drain_poll = absl::Milliseconds(20);
     // At most this often a running load's progress is committed.
     absl::Duration progress_interval = absl::Milliseconds(200);
+    // A failed ledger write is tried this many times in all, this far
+    // apart, before the error is latched.
+    int write_attempts = 3;
+    absl::Duration write_retry_pause = absl::Milliseconds(100);
+    // Called once, on the thread that latched the error, outside any lock
+    // of the runner; must not block nor call back into the runner.
+    std::function<void(const absl::Status&)> on_latched_error;
   };
 
   // Everything borrowed must outlive the runner.
@@ -62,7 +79,11 @@ class StageRunner : public ExperimentExecutor {
   void Shutdown();
 
   void Enqueue(const std::string& id) override;
+  // Sets the experiment's cancel flag and returns at once; the runner
+  // records CANCELLED at the next safe point (a running formal load is
+  // stopped and drained first), which Watch and Get then report.
   absl::Status CancelRunning(const std::string& id) override;
+  absl::Status LatchedError() override;
   std::vector<v1::RenderedCommand> RenderCommands(const v1::ExperimentSpec& spec) override;
   std::pair<std::string, v1::StageName> LaneOwner() override {
     Lane current = lane();
@@ -84,6 +105,15 @@ class StageRunner : public ExperimentExecutor {
   // `released`: when the previous experiment released the lane.
   void RunLane(const std::string& id, absl::Time released);
   void RunAnalysis(const std::string& id);
+
+  // Ledger::Update, retried while the write (not `mutate`) fails; after
+  // Options::write_attempts the error is latched and returned. Once latched,
+  // returns the latched error without writing.
+  absl::StatusOr<v1::Experiment> Commit(const std::string& id, const Ledger::Mutation& mutate);
+  // Commit for writes whose failure needs no handling beyond the latch.
+  void Record(const std::string& id, const Ledger::Mutation& mutate);
+  void Latch(const absl::Status& error);
+  bool latched();
 
   // One stage: RUNNING → body → SUCCEEDED, or FAILED (returns the error).
   // The stage starts at `cursor` — where the previous one ended — so the
@@ -115,6 +145,8 @@ class StageRunner : public ExperimentExecutor {
   std::deque<Task> cpu_tasks_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> lane_queue_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<std::atomic<bool>>> cancel_ ABSL_GUARDED_BY(mu_);
+  // The first write that failed for good; OK until then.
+  absl::Status latched_error_ ABSL_GUARDED_BY(mu_);
   Lane lane_ ABSL_GUARDED_BY(mu_);
   // When the lane was last released: waiting before it is queue wait.
   absl::Time lane_released_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();

@@ -5,9 +5,12 @@
 
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "daemon/core/control_plane.h"
 #include "daemon/core/planner.h"
 #include "daemon/core/stages.h"
+#include "daemon/core/testing/failing_store.h"
+#include "daemon/core/testing/fake_clock.h"
 #include "daemon/core/testing/fake_store.h"
 #include "google/protobuf/util/time_util.h"
 #include "tests/testing/status_matchers.h"
@@ -52,6 +55,7 @@ class FakeEngine : public Engine {
   }
   absl::StatusOr<InstanceCounters> Scrape(const v1::ServingInstance& instance) override {
     absl::MutexLock lock(&mu);
+    if (on_scrape) on_scrape(instance.side(), counters[instance.side()]);
     return counters[instance.side()];
   }
   // Like vLLM: answers OK, but does nothing while `refuse_resets` > 0 (blocks
@@ -100,11 +104,42 @@ class FakeEngine : public Engine {
   std::map<v1::Side, int> busy_resets;
   std::map<v1::Side, int> reset_calls;
   int probes = 0;
+  // Called under `mu` before each scrape; may change the side's counters.
+  std::function<void(v1::Side, InstanceCounters&)> on_scrape;
 };
 
 class FakeLoad : public LoadDriver {
  public:
-  explicit FakeLoad(FakeEngine& engine) : engine_(engine) {}
+  FakeLoad(FakeEngine& engine, Clock& clock) : engine_(engine), clock_(clock) {}
+
+  // Formal loads block from now on, as a long load would, until
+  // ReleaseFormal(); with `until_cancelled`, a cancel ends them too (nothing
+  // sent), polled on the clock as the real driver polls.
+  void HoldFormal(bool until_cancelled) {
+    absl::MutexLock lock(&mu);
+    hold_formal_ = true;
+    hold_until_cancelled_ = until_cancelled;
+  }
+  void ReleaseFormal() {
+    absl::MutexLock lock(&mu);
+    hold_formal_ = false;
+  }
+  // Formal loads that have started (and are held, while held).
+  int formal_started() {
+    absl::MutexLock lock(&mu);
+    return formal_started_;
+  }
+  // Formal requests go out this far apart on the clock; the ones due at or
+  // after the job's deadline are not sent.
+  void SetFormalInterval(absl::Duration interval) {
+    absl::MutexLock lock(&mu);
+    formal_interval_ = interval;
+  }
+  // Called after each formal load, before it returns.
+  void AfterFormal(std::function<void()> fn) {
+    absl::MutexLock lock(&mu);
+    after_formal_ = std::move(fn);
+  }
 
   absl::StatusOr<LoadPlanSummary> Plan(const LoadJob& job) override {
     return LoadPlanSummary{.requests = Count(job)};
@@ -112,10 +147,34 @@ class FakeLoad : public LoadDriver {
   absl::StatusOr<LoadOutcome> Run(
       const LoadJob& job,
       const std::function<absl::Status(const std::vector<v1::RequestRecord>&)>& on_records,
-      const std::function<void(const LoadTick&)>& on_tick, std::atomic<bool>&) override {
-    const int64_t n = Count(job);
+      const std::function<void(const LoadTick&)>& on_tick, std::atomic<bool>& cancel) override {
+    const int64_t planned = Count(job);
+    int64_t n = planned;
+    absl::Duration interval;
+    std::function<void()> after;
+    if (job.phase == v1::PHASE_FORMAL) {
+      absl::MutexLock lock(&mu);
+      ++formal_started_;
+      interval = formal_interval_;
+      after = after_formal_;
+      if (hold_formal_ && !hold_until_cancelled_) {
+        mu.Await(absl::Condition(+[](bool* held) { return !*held; }, &hold_formal_));
+      }
+    }
+    while (job.phase == v1::PHASE_FORMAL && HeldUntilCancelled()) {
+      if (cancel.load()) {
+        if (after) after();
+        return LoadOutcome{.planned = planned, .not_sent = planned, .all_ended = true};
+      }
+      clock_.SleepFor(absl::Milliseconds(20));
+    }
+    const absl::Time load_start = clock_.Now();
+    if (interval > absl::ZeroDuration()) {
+      for (n = 0; n < planned && clock_.Now() < job.deadline; ++n) clock_.SleepFor(interval);
+    }
     std::vector<v1::RequestRecord> records;
-    const auto start = google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now()));
+    const auto start =
+        google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(load_start));
     const int out = job.spec->workload().dataset().output_tokens();
     for (int i = 0; i < n; ++i) {
       v1::RequestRecord& r = records.emplace_back();
@@ -146,7 +205,9 @@ class FakeLoad : public LoadDriver {
     }
     if (absl::Status s = on_records(records); !s.ok()) return s;
     on_tick(LoadTick{n, n, 0});
-    return LoadOutcome{.planned = n, .sent = n, .completed = n, .wall = absl::Milliseconds(10),
+    if (after) after();
+    return LoadOutcome{.planned = planned, .sent = n, .completed = n, .not_sent = planned - n,
+                       .wall = absl::Milliseconds(10),
                        .summed_latency = absl::Milliseconds(10 * n), .all_ended = true};
   }
 
@@ -166,17 +227,31 @@ class FakeLoad : public LoadDriver {
     }
   }
 
+  bool HeldUntilCancelled() {
+    absl::MutexLock lock(&mu);
+    return hold_formal_ && hold_until_cancelled_;
+  }
+
   FakeEngine& engine_;
+  Clock& clock_;
   absl::Mutex mu;
   std::map<v1::Phase, int64_t> sent;
   std::vector<std::string> tags;
+  bool hold_formal_ = false;
+  bool hold_until_cancelled_ = false;
+  int formal_started_ = 0;
+  absl::Duration formal_interval_;
+  std::function<void()> after_formal_;
 };
 
 class StageRunnerTest : public ::testing::Test {
  protected:
   // Tests start the runner themselves, so they can arrange things first.
   void SetUp() override { plane_.SetExecutor(&runner_); }
-  void TearDown() override { runner_.Shutdown(); }
+  void TearDown() override {
+    load_.ReleaseFormal();  // A held load would keep the lane from stopping.
+    runner_.Shutdown();
+  }
 
   v1::Experiment Submit(const std::string& base, const std::vector<std::string>& sets) {
     v1::SubmitExperimentRequest request;
@@ -220,14 +295,22 @@ workload:
     return v1::Stage::default_instance();
   }
 
-  testing::FakeStore store_;
-  RealClock clock_;
+  // Time is the fake clock's: a poll, a retry pause or a deadline never
+  // sleeps for real.
+  testing::FakeClock clock_;
+  testing::FakeStore fake_store_;
+  testing::FailingStore store_{fake_store_};
   ControlPlane plane_{store_, clock_};
   FakeEngine engine_;
-  FakeLoad load_{engine_};
+  FakeLoad load_{engine_, clock_};
   NullRunnerMetrics metrics_;
+  std::atomic<int> latched_calls_{0};
   StageRunner runner_{plane_.ledger(), engine_, load_, metrics_,
-                      StageRunner::Options{.log_dir = "/tmp", .drain_poll = absl::Milliseconds(1)}};
+                      StageRunner::Options{.log_dir = "/tmp",
+                                           .drain_poll = absl::Milliseconds(1),
+                                           .on_latched_error = [this](const absl::Status&) {
+                                             ++latched_calls_;
+                                           }}};
 };
 
 TEST_F(StageRunnerTest, BaseExperimentRunsEveryStage) {
@@ -430,13 +513,14 @@ TEST_F(StageBodyTest, CacheResetWaitsForKvBlocksToBeReleased) {
   EXPECT_THAT(CacheReset(env, e_), StatusIs(absl::StatusCode::kDeadlineExceeded,
                                             HasSubstr("KV usage 0.25")));
   EXPECT_EQ(engine_.reset_calls[v1::SIDE_PREFILL], 0);  // Never reset while leased.
-  std::thread release([&] {
-    absl::SleepFor(absl::Milliseconds(50));
-    absl::MutexLock lock(&engine_.mu);
-    engine_.counters[v1::SIDE_PREFILL].kv_cache_usage = 0;
-  });
+  // The lease ends 50 ms (of the clock) after the next reset starts.
+  const absl::Time released = clock_.Now() + absl::Milliseconds(50);
+  engine_.on_scrape = [&](v1::Side side, InstanceCounters& c) {
+    if (side == v1::SIDE_PREFILL && clock_.Now() >= released) c.kv_cache_usage = 0;
+  };
   EXPECT_THAT(CacheReset(env, e_), IsOk());
-  release.join();
+  EXPECT_GE(clock_.Now(), released);
+  EXPECT_EQ(engine_.reset_calls[v1::SIDE_PREFILL], 1);
 }
 
 TEST_F(StageBodyTest, DrainCountsRequestsBetweenThePdQueues) {
@@ -454,6 +538,298 @@ TEST_F(StageBodyTest, DrainCountsRequestsBetweenThePdQueues) {
   }
   EXPECT_THAT(DrainConfirm(env, e_), IsOk());
 }
+
+
+TEST_F(StageBodyTest, FormalDeadlineFiresOnTheClock) {
+  v1::Experiment e = Submit("", {"limits.formal_deadline=1s"});
+  load_.SetFormalInterval(absl::Milliseconds(100));  // 20 requests need 2 s.
+  StageEnv env = Env();
+  const absl::Time start = clock_.Now();
+  EXPECT_THAT(FormalLoad(env, e, 1, [](const v1::Progress&, bool) {}),
+              StatusIs(absl::StatusCode::kDeadlineExceeded,
+                       HasSubstr("limits.formal_deadline (1s) reached: "
+                                 "10 of 20 formal requests sent")));
+  EXPECT_EQ(clock_.Now() - start, absl::Seconds(1));
+}
+
+TEST_F(StageBodyTest, DrainTimeoutFiresOnTheClock) {
+  {
+    absl::MutexLock lock(&engine_.mu);
+    engine_.counters[v1::SIDE_PREFILL].requests_running = 1;
+  }
+  StageEnv env = Env();
+  const absl::Time start = clock_.Now();
+  EXPECT_THAT(DrainConfirm(env, e_), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                              HasSubstr("SIDE_PREFILL: 1 running")));
+  // limits.drain_timeout=100ms, polled every drain_poll (1 ms).
+  EXPECT_EQ(clock_.Now() - start, absl::Milliseconds(100));
+  EXPECT_EQ(clock_.sleeps(), 100);
+}
+
+TEST_F(StageBodyTest, CacheResetDeadlineFiresOnTheClock) {
+  StageEnv env = Env();
+  engine_.busy_resets[v1::SIDE_DECODE] = 1 << 30;  // Never accepted.
+  const absl::Time start = clock_.Now();
+  EXPECT_THAT(CacheReset(env, e_),
+              StatusIs(absl::StatusCode::kDeadlineExceeded,
+                       AllOf(HasSubstr("decode prefix cache not reset"),
+                             HasSubstr("by limits.warmup_timeout"))));
+  // limits.warmup_timeout=300ms; both sides' polls move the one clock.
+  EXPECT_GE(clock_.Now() - start, absl::Milliseconds(300));
+}
+
+// Cancel returns at once, however long the running experiments take to
+// reach their safe point; the runner records CANCELLED there.
+TEST_F(StageRunnerTest, FiftyConcurrentCancelsDoNotBlockAndStatusStillAnswers) {
+  load_.HoldFormal(/*until_cancelled=*/false);  // The lane's load ignores cancel until released.
+  runner_.Start();
+  constexpr int kExperiments = 50;
+  std::vector<std::string> ids;
+  for (int i = 0; i < kExperiments; ++i) ids.push_back(Submit("", {}).id());
+  ASSERT_TRUE(servelab::testing::WaitFor(
+      [&] {
+        if (load_.formal_started() < 1) return false;
+        for (const std::string& id : ids) {
+          if (plane_.Get(id)->state() != v1::EXPERIMENT_STATE_RUNNING) return false;
+        }
+        return true;
+      },
+      absl::Seconds(20)));
+
+  std::vector<absl::StatusOr<v1::Experiment>> replies(kExperiments);
+  std::atomic<bool> go{false};
+  std::vector<std::thread> cancels;
+  const absl::Time started = absl::Now();  // Real time: an upper bound only.
+  for (int i = 0; i < kExperiments; ++i) {
+    cancels.emplace_back([&, i] {
+      while (!go.load()) std::this_thread::yield();
+      replies[i] = plane_.Cancel(ids[i]);
+    });
+  }
+  go = true;
+  const absl::Time status_start = absl::Now();
+  absl::StatusOr<v1::Experiment> status = plane_.Get(ids[0]);
+  const absl::Duration status_took = absl::Now() - status_start;
+  for (std::thread& t : cancels) t.join();
+  const absl::Duration cancels_took = absl::Now() - started;
+  ASSERT_THAT(status, IsOk());
+  EXPECT_LT(status_took, absl::Seconds(1));
+  EXPECT_LT(cancels_took, absl::Seconds(1));
+  for (int i = 0; i < kExperiments; ++i) {
+    ASSERT_THAT(replies[i], IsOk());
+    // Still running: the lane's load has not reached its safe point.
+    EXPECT_EQ(replies[i]->state(), v1::EXPERIMENT_STATE_RUNNING) << ids[i];
+  }
+
+  load_.ReleaseFormal();
+  for (const std::string& id : ids) {
+    EXPECT_EQ(WaitFinal(id).state(), v1::EXPERIMENT_STATE_CANCELLED) << id;
+  }
+  v1::Experiment first = *plane_.Get(ids[0]);
+  EXPECT_EQ(StageOf(first, v1::STAGE_FORMAL_LOAD).status(), v1::STAGE_STATUS_FAILED);
+  EXPECT_EQ(StageOf(first, v1::STAGE_DRAIN_CONFIRM).status(), v1::STAGE_STATUS_SUCCEEDED);
+  EXPECT_EQ(load_.formal_started(), 1);  // The others never reached the lane's load.
+}
+
+TEST_F(StageRunnerTest, CancelDuringTheFormalLoadDrainsThenCancels) {
+  load_.HoldFormal(/*until_cancelled=*/true);
+  runner_.Start();
+  const std::string id = Submit("", {}).id();
+  ASSERT_TRUE(servelab::testing::WaitFor([&] { return load_.formal_started() == 1; },
+                                         absl::Seconds(20)));
+  absl::StatusOr<v1::Experiment> reply = plane_.Cancel(id);
+  ASSERT_THAT(reply, IsOk());
+  v1::Experiment e = WaitFinal(id);
+  EXPECT_EQ(e.state(), v1::EXPERIMENT_STATE_CANCELLED);
+  EXPECT_EQ(StageOf(e, v1::STAGE_FORMAL_LOAD).status(), v1::STAGE_STATUS_FAILED);
+  EXPECT_THAT(StageOf(e, v1::STAGE_FORMAL_LOAD).error(),
+              HasSubstr("cancelled during the formal load"));
+  // The drain is confirmed before the lane is released, cancel or not.
+  EXPECT_EQ(StageOf(e, v1::STAGE_DRAIN_CONFIRM).status(), v1::STAGE_STATUS_SUCCEEDED);
+  EXPECT_EQ(StageOf(e, v1::STAGE_ANALYZE).status(), v1::STAGE_STATUS_PENDING);
+  EXPECT_THAT(plane_.Cancel(id), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                          HasSubstr("already cancelled")));
+}
+
+TEST_F(StageRunnerTest, LoadEndUnknownHoldsTheLaneUntilTheInstancesDrain) {
+  // After the formal load, decode still reports a request running.
+  load_.AfterFormal([&] {
+    absl::MutexLock lock(&engine_.mu);
+    engine_.counters[v1::SIDE_DECODE].requests_running = 1;
+  });
+  runner_.Start();
+  const std::string a = Submit("", {"limits.drain_timeout=100ms"}).id();
+  ASSERT_TRUE(servelab::testing::WaitFor(
+      [&] { return plane_.Get(a)->failure_class() == v1::LOAD_END_UNKNOWN; }, absl::Seconds(20)));
+  load_.AfterFormal(nullptr);
+  EXPECT_EQ(plane_.Get(a)->state(), v1::EXPERIMENT_STATE_FAILED);
+  EXPECT_EQ(runner_.lane().owner, a);  // Held: no load may start on top.
+
+  const std::string b = Submit(a, {"workload.concurrency=2"}).id();
+  ASSERT_TRUE(servelab::testing::WaitFor(
+      [&] {
+        return absl::StrContains(plane_.Get(b)->blocker(),
+                                 "waiting for the accelerator lane: " + a + " holds it");
+      },
+      absl::Seconds(20)))
+      << plane_.Get(b)->blocker();
+  EXPECT_EQ(load_.formal_started(), 1);
+  EXPECT_EQ(runner_.lane().owner, a);
+
+  {
+    absl::MutexLock lock(&engine_.mu);
+    engine_.counters[v1::SIDE_DECODE].requests_running = 0;
+  }
+  EXPECT_EQ(WaitFinal(b).state(), v1::EXPERIMENT_STATE_SUCCEEDED);
+  EXPECT_THAT(plane_.Get(a)->blocker(), HasSubstr("instances drained; the lane is free"));
+  EXPECT_EQ(load_.formal_started(), 2);
+}
+
+TEST_F(StageRunnerTest, ATransientWriteFailureIsRetried) {
+  store_.FailWrites({.kind = "state", .detail = "running -> succeeded", .times = 2},
+                    absl::UnavailableError("database is locked"));
+  runner_.Start();
+  v1::Experiment e = WaitFinal(Submit("", {}).id());
+  EXPECT_EQ(e.state(), v1::EXPERIMENT_STATE_SUCCEEDED);
+  EXPECT_EQ(store_.failures(), 2);
+  EXPECT_THAT(runner_.LatchedError(), IsOk());
+  EXPECT_EQ(latched_calls_.load(), 0);
+  EXPECT_GE(clock_.slept(), absl::Milliseconds(200));  // Two retry pauses, on the clock.
+}
+
+// One call site of a runner write: the event that write commits, and how to
+// get the runner there.
+struct WriteSite {
+  std::string name;
+  testing::FailingStore::Rule rule;
+  enum class Path {
+    kBase,            // One base experiment.
+    kFailingBase,     // A base experiment whose preflight fails.
+    kDelta,           // A concurrency delta after a succeeded base (reuses stages).
+    kReanalysis,      // An analysis delta after a succeeded base (skips stages).
+    kBehindBusyLane,  // A second experiment while the first holds the lane.
+    kCancelled,       // A base experiment cancelled during its formal load.
+    kRecovered,       // Recovery of an experiment left running.
+  } path;
+};
+
+void PrintTo(const WriteSite& site, std::ostream* os) { *os << site.name; }
+
+class LatchedWriteTest : public StageRunnerTest,
+                         public ::testing::WithParamInterface<WriteSite> {};
+
+TEST_P(LatchedWriteTest, AWriteThatKeepsFailingIsLatched) {
+  const WriteSite& site = GetParam();
+  const absl::Status locked = absl::UnavailableError("database is locked");
+  testing::FailingStore::Rule rule = site.rule;
+  rule.times = -1;  // Every try: the write fails for good.
+  std::string id;
+  switch (site.path) {
+    case WriteSite::Path::kBase:
+    case WriteSite::Path::kFailingBase:
+    case WriteSite::Path::kCancelled:
+      if (site.path == WriteSite::Path::kFailingBase) engine_.binary = "/nonexistent/servelab-sim";
+      if (site.path == WriteSite::Path::kCancelled) load_.HoldFormal(/*until_cancelled=*/true);
+      store_.FailWrites(rule, locked);
+      runner_.Start();
+      id = Submit("", {}).id();
+      if (site.path == WriteSite::Path::kCancelled) {
+        ASSERT_TRUE(servelab::testing::WaitFor([&] { return load_.formal_started() == 1; },
+                                               absl::Seconds(20)));
+        ASSERT_THAT(plane_.Cancel(id), IsOk());
+      }
+      break;
+    case WriteSite::Path::kDelta:
+    case WriteSite::Path::kReanalysis: {
+      runner_.Start();
+      v1::Experiment base = WaitFinal(Submit("", {}).id());
+      ASSERT_EQ(base.state(), v1::EXPERIMENT_STATE_SUCCEEDED);
+      store_.FailWrites(rule, locked);
+      id = Submit(base.id(), {site.path == WriteSite::Path::kDelta
+                                  ? "workload.concurrency=8"
+                                  : "analysis.decision.metric=output_tokens_per_second"})
+               .id();
+      break;
+    }
+    case WriteSite::Path::kBehindBusyLane:
+      load_.HoldFormal(/*until_cancelled=*/false);
+      runner_.Start();
+      Submit("", {});
+      ASSERT_TRUE(servelab::testing::WaitFor([&] { return load_.formal_started() == 1; },
+                                             absl::Seconds(20)));
+      store_.FailWrites(rule, locked);
+      id = Submit("", {}).id();
+      break;
+    case WriteSite::Path::kRecovered: {
+      v1::Experiment e = Submit("", {});
+      id = e.id();
+      e.set_state(v1::EXPERIMENT_STATE_RUNNING);
+      ASSERT_THAT(store_.UpdateExperiment(e, Event{.kind = "state"}), IsOk());
+      store_.FailWrites(rule, locked);
+      EXPECT_THAT(runner_.Recover(), IsOk());  // Latched, not fatal: the daemon says why.
+      runner_.Start();
+      break;
+    }
+  }
+  ASSERT_TRUE(servelab::testing::WaitFor([&] { return !runner_.LatchedError().ok(); },
+                                         absl::Seconds(20)))
+      << plane_.Get(id)->DebugString();
+  load_.ReleaseFormal();
+
+  // Every try failed, then nothing more was written.
+  EXPECT_EQ(store_.failures(), 3);
+  EXPECT_EQ(latched_calls_.load(), 1);
+  EXPECT_THAT(runner_.LatchedError(),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       AllOf(HasSubstr(id), HasSubstr(site.rule.kind),
+                             HasSubstr("failed 3 times: database is locked"))));
+  // Storage keeps the last state it holds; it never moves on without the runner.
+  EXPECT_FALSE(IsFinal(plane_.Get(id)->state())) << plane_.Get(id)->DebugString();
+
+  // New work is refused, naming the error; a plan is still answered.
+  v1::SubmitExperimentRequest submit;
+  submit.set_base_id(id);
+  EXPECT_THAT(plane_.Submit(submit),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("accepts no new work"), HasSubstr("database is locked"),
+                             HasSubstr("restart servelabd"))));
+  v1::ResumeExperimentRequest resume;
+  resume.set_id(id);
+  EXPECT_THAT(plane_.Resume(resume), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                              HasSubstr("database is locked")));
+  submit.set_validate_only(true);
+  EXPECT_THAT(plane_.Submit(submit), IsOk());
+  absl::StatusOr<v1::Summary> summary = plane_.Summary();
+  ASSERT_THAT(summary, IsOk());
+  EXPECT_FALSE(summary->serving());
+  EXPECT_THAT(summary->next_step(), HasSubstr("database is locked"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryCallSite, LatchedWriteTest,
+    ::testing::Values(
+        WriteSite{"QueuedToRunning", {.kind = "state", .detail = "queued -> running"},
+                  WriteSite::Path::kBase},
+        WriteSite{"StageRunning", {.kind = "stage", .detail = "warmup running"},
+                  WriteSite::Path::kBase},
+        WriteSite{"StageSucceeded", {.kind = "stage", .detail = "cache_seed succeeded"},
+                  WriteSite::Path::kBase},
+        WriteSite{"StageFailed", {.kind = "stage", .detail = "preflight failed"},
+                  WriteSite::Path::kFailingBase},
+        WriteSite{"ExperimentFailed", {.kind = "failed"}, WriteSite::Path::kFailingBase},
+        WriteSite{"Replan", {.kind = "plan"}, WriteSite::Path::kBase},
+        WriteSite{"Progress", {.kind = "progress"}, WriteSite::Path::kBase},
+        WriteSite{"Succeeded", {.kind = "state", .detail = "running -> succeeded"},
+                  WriteSite::Path::kBase},
+        WriteSite{"ReusedStages", {.kind = "stage", .detail = "reused"},
+                  WriteSite::Path::kDelta},
+        WriteSite{"SkippedStages", {.kind = "stage", .detail = "skipped"},
+                  WriteSite::Path::kReanalysis},
+        WriteSite{"Blocker", {.kind = "blocker", .detail = "waiting for the accelerator lane"},
+                  WriteSite::Path::kBehindBusyLane},
+        WriteSite{"Cancelled", {.kind = "cancelled"}, WriteSite::Path::kCancelled},
+        WriteSite{"Recovered", {.kind = "recovered"}, WriteSite::Path::kRecovered}),
+    [](const ::testing::TestParamInfo<WriteSite>& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace servelab::core

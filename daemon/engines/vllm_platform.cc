@@ -1,8 +1,10 @@
 #include "daemon/engines/vllm_platform.h"
 
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/str_cat.h"
+#include "common/json_quote.h"
 #include "daemon/engines/render_common.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -31,6 +33,42 @@ void AddUpstreams(std::vector<std::string>& argv, const char* hosts_flag, const 
   argv.push_back(ports_flag);
   argv.push_back(absl::StrCat(port));
   for (int p : extra_ports) argv.push_back(absl::StrCat(p));
+}
+
+// JSON with object keys in sorted order: a rendered command must be the same
+// text every time (protobuf's map order is unspecified).
+std::string SortedJson(const google::protobuf::Value& value) {
+  switch (value.kind_case()) {
+    case google::protobuf::Value::kStructValue: {
+      std::map<std::string, const google::protobuf::Value*> sorted;
+      for (const auto& [key, v] : value.struct_value().fields()) sorted[key] = &v;
+      std::string out = "{";
+      for (const auto& [key, v] : sorted) {
+        if (out.size() > 1) out += ",";
+        absl::StrAppend(&out, JsonQuote(key), ":", SortedJson(*v));
+      }
+      return out + "}";
+    }
+    case google::protobuf::Value::kListValue: {
+      std::string out = "[";
+      for (const google::protobuf::Value& v : value.list_value().values()) {
+        if (out.size() > 1) out += ",";
+        out += SortedJson(v);
+      }
+      return out + "]";
+    }
+    case google::protobuf::Value::kStringValue:
+      return JsonQuote(value.string_value());
+    case google::protobuf::Value::kNumberValue: {
+      const double n = value.number_value();
+      return n == static_cast<double>(static_cast<int64_t>(n)) ? absl::StrCat(static_cast<int64_t>(n))
+                                                              : absl::StrCat(n);
+    }
+    case google::protobuf::Value::kBoolValue:
+      return value.bool_value() ? "true" : "false";
+    default:
+      return "null";
+  }
 }
 
 }  // namespace
@@ -129,11 +167,9 @@ absl::StatusOr<std::string> AdditionalConfig(const v1::ExperimentSpec& spec, v1:
     google::protobuf::Struct& eplb = *(*config.mutable_fields())["eplb_config"].mutable_struct_value();
     (*eplb.mutable_fields())["expert_map_path"].set_string_value(layout);
   }
-  std::string json;
-  if (!google::protobuf::util::MessageToJsonString(config, &json).ok()) {
-    return absl::InternalError(absl::StrCat(field, ".additional_config: cannot render"));
-  }
-  return json;
+  google::protobuf::Value root;
+  *root.mutable_struct_value() = std::move(config);
+  return SortedJson(root);
 }
 
 absl::StatusOr<std::vector<std::string>> ProxyArgv(const v1::ExperimentSpec& spec,

@@ -139,15 +139,24 @@ absl::StatusOr<core::LaunchCommand> RenderVllm(const v1::ExperimentSpec& spec, v
   args.platform_env = PlatformEnv(spec, side, platform);
   command.served_model = is.served_model_name().empty() ? is.model() : is.served_model_name();
 
-  // Ranks listen on consecutive ports; the DP coordinator's RPC port follows.
+  // With a fixed port (the spec's, or one the caller fixed) the ranks listen
+  // on the ports after it and the DP coordinator's RPC port follows, so a
+  // user can open exactly that range. Otherwise every port is picked free:
+  // "port + r" of a picked port may be anyone's ephemeral port.
   const int ranks = is.external_data_parallel() ? dp : 1;
-  const int rpc_port = command.port + ranks;
+  const int fixed = side == v1::SIDE_PREFILL ? endpoints.prefill_port : endpoints.decode_port;
+  const bool consecutive = fixed != 0 || is.port() != 0;
+  auto next_port = [&](int offset) -> absl::StatusOr<int> {
+    if (consecutive) return command.port + offset;
+    return PickFreeLoopbackPort();
+  };
+  SERVELAB_ASSIGN_OR_RETURN(const int rpc_port, next_port(ranks));
   SERVELAB_RETURN_IF_ERROR(RenderServe(spec, side, args, platform, command.port, 0, ranks, rpc_port,
                                        command.argv, command.env));
   for (int r = 1; r < ranks; ++r) {
     core::RankCommand& rank = command.extra_ranks.emplace_back();
     rank.dp_rank = r;
-    rank.port = command.port + r;
+    SERVELAB_ASSIGN_OR_RETURN(rank.port, next_port(r));
     rank.log_path = absl::StrCat(log_dir, "/", SideName(side), ".rank", r, ".log");
     SERVELAB_RETURN_IF_ERROR(
         RenderServe(spec, side, args, platform, rank.port, r, ranks, rpc_port, rank.argv, rank.env));

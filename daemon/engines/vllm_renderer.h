@@ -17,8 +17,10 @@
 //
 // With external_data_parallel, each DP rank is its own `vllm serve`
 // (--data-parallel-rank r --data-parallel-address 127.0.0.1
-// --data-parallel-rpc-port P+DP) on port P + r with its share of the devices,
-// as vllm-ascend's examples/external_online_dp/run_dp_template.sh does.
+// --data-parallel-rpc-port RPC) with its share of the devices, as
+// vllm-ascend's examples/external_online_dp/run_dp_template.sh does. With a
+// fixed port P, rank r listens on P + r and RPC is P + DP; with port 0 every
+// one of them is a free port picked at render.
 //
 // Router: deployment.router.command_argv (spec_template.h placeholders) if
 // given; else PYTHON PROXY_SCRIPT with the upstreams, where PROXY_SCRIPT is

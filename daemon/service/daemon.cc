@@ -137,7 +137,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& opti
   SERVELAB_RETURN_IF_ERROR(MakeStateDir(log_dir));
   daemon->runner_ = std::make_unique<core::StageRunner>(
       daemon->control_plane_->ledger(), *daemon->engine_, *daemon->load_driver_, *daemon->metrics_,
-      core::StageRunner::Options{.log_dir = log_dir});
+      core::StageRunner::Options{
+          .log_dir = log_dir,
+          .on_latched_error = [d = daemon.get()](const absl::Status& e) { d->OnLatchedError(e); }});
   daemon->control_plane_->SetExecutor(daemon->runner_.get());
   daemon->control_plane_->SetPaused(options.paused);
   daemon->service_ = std::make_unique<ServeLabService>(*daemon->control_plane_, *daemon->metrics_);
@@ -190,13 +192,21 @@ absl::Status Daemon::Start() {
   }
   bound_address_ = bound.ToString();
 
-  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
-  health->SetServingStatus(false);
+  {
+    absl::MutexLock lock(&health_mu_);
+    health_ = server_->GetHealthCheckService();
+    health_->SetServingStatus(false);
+  }
   // Re-adopt live instances and re-classify what a previous daemon left
   // running before anyone is told we serve.
   SERVELAB_RETURN_IF_ERROR(runner_->Recover());
   if (!options_.paused) runner_->Start();
-  health->SetServingStatus(true);
+  {
+    // Under the lock: a latch from now on finds health_ set, one before it
+    // is seen here.
+    absl::MutexLock lock(&health_mu_);
+    health_->SetServingStatus(runner_->LatchedError().ok());
+  }
   service_->SetServing(true);
 
   SERVELAB_RETURN_IF_ERROR(
@@ -208,7 +218,11 @@ absl::Status Daemon::Start() {
 void Daemon::Shutdown(absl::Duration grace) {
   if (server_ != nullptr) {
     Logger("daemon")->info("shutting down (grace {})", absl::FormatDuration(grace));
-    server_->GetHealthCheckService()->SetServingStatus(false);
+    {
+      absl::MutexLock lock(&health_mu_);
+      if (health_ != nullptr) health_->SetServingStatus(false);
+      health_ = nullptr;
+    }
     service_->SetServing(false);
     service_->EndWatches();
     server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
@@ -233,6 +247,13 @@ void Daemon::Shutdown(absl::Duration grace) {
     Logger("daemon")->info("storage closed");
   }
   lock_.reset();
+}
+
+void Daemon::OnLatchedError(const absl::Status& error) {
+  Logger("daemon")->error("{}: health NOT_SERVING, no new work accepted until restarted",
+                          error.ToString());
+  absl::MutexLock lock(&health_mu_);
+  if (health_ != nullptr) health_->SetServingStatus(false);
 }
 
 int Daemon::metrics_port() const { return metrics_ == nullptr ? 0 : metrics_->port(); }

@@ -28,6 +28,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -41,6 +44,7 @@
 
 namespace grpc {
 class Channel;
+class HealthCheckServiceInterface;
 class Server;
 }  // namespace grpc
 
@@ -86,7 +90,8 @@ class Daemon {
   Daemon& operator=(const Daemon&) = delete;
 
   // Serves /metrics, then gRPC (health NOT_SERVING until recovery is done,
-  // then SERVING), then writes servelabd.addr.
+  // then SERVING), then writes servelabd.addr. Health turns NOT_SERVING for
+  // good when the stage runner latches a ledger write error.
   absl::Status Start();
   // Stops accepting calls, ends open watches, gives running calls `grace`,
   // then closes the control plane and the store. Idempotent.
@@ -102,6 +107,8 @@ class Daemon {
 
  private:
   Daemon(DaemonOptions options, std::string state_dir, ListenAddress listen);
+  // The stage runner lost a ledger write: NOT_SERVING from now on.
+  void OnLatchedError(const absl::Status& error);
 
   // Constant after Create.
   const DaemonOptions options_;
@@ -120,6 +127,10 @@ class Daemon {
   std::unique_ptr<core::StageRunner> runner_;
   std::unique_ptr<ServeLabService> service_;
   std::unique_ptr<grpc::Server> server_;
+
+  // Set while the server runs; the runner's threads report through it.
+  absl::Mutex health_mu_;
+  grpc::HealthCheckServiceInterface* health_ ABSL_GUARDED_BY(health_mu_) = nullptr;
 };
 
 }  // namespace servelab::service

@@ -272,7 +272,12 @@ grpc::ServerUnaryReactor* ServeLabService::GetSummary(grpc::CallbackServerContex
   absl::StatusOr<v1::Summary> summary = control_plane_.Summary();
   if (summary.ok()) {
     *reply = *std::move(summary);
-    reply->set_serving(serving_);
+    // Not serving while recovering or shutting down, and once the control
+    // plane refuses work (its next_step then says why).
+    if (!serving_ && reply->serving()) {
+      reply->set_next_step("servelabd is recovering (or shutting down): retry in a moment");
+    }
+    reply->set_serving(serving_ && reply->serving());
   }
   return Finish(context, "GetSummary", summary.status());
 }

@@ -35,7 +35,8 @@ class ServeLabService final : public v1::ServeLab::CallbackService {
   ServeLabService(core::ControlPlane& control_plane, Metrics& metrics);
   ~ServeLabService() override;
 
-  // Reported as Summary.serving: recovery is done and work is accepted.
+  // Reported as Summary.serving (with the control plane's own verdict):
+  // recovery is done and work is accepted.
   void SetServing(bool serving) { serving_ = serving; }
 
   // Ends every open watch with UNAVAILABLE and refuses new ones, so that a

@@ -11,6 +11,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -95,6 +96,55 @@ TEST(DaemonTest, DefaultSocketIsOwnerOnlyAndAddressIsWritten) {
   (*daemon)->Shutdown(absl::Seconds(1));
   EXPECT_FALSE(testing::FileExists(socket));
   EXPECT_FALSE(testing::FileExists(state + "/servelabd.addr"));
+}
+
+// The store fails the stage runner's first write for good (a trigger on the
+// event log stands in for a full disk): the runner latches the error, health
+// turns NOT_SERVING, new work is refused and the summary says why.
+TEST(DaemonTest, ALatchedLedgerErrorTurnsHealthNotServing) {
+  testing::TempDir dir;
+  auto daemon = Daemon::Create({.state_dir = dir.path(), .sim_binary = "/bin/true"});
+  ASSERT_THAT(daemon, IsOk());
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(dir.File("servelab.db").c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "CREATE TRIGGER disk_full BEFORE INSERT ON events "
+                           "WHEN NEW.detail LIKE 'queued -> running%' "
+                           "BEGIN SELECT RAISE(ABORT, 'disk I/O error (test)'); END;",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  ASSERT_THAT((*daemon)->Start(), IsOk());
+  auto channel = (*daemon)->InProcessChannel();
+  EXPECT_EQ(HealthCheck(channel), "SERVING");
+  auto stub = v1::ServeLab::NewStub(channel);
+  const std::string examples = testing::SourcePath("deploy/examples");
+  v1::SubmitExperimentRequest submit;
+  submit.set_spec_text(testing::ReadFile(examples + "/16k-nocache.yaml"));
+  submit.set_base_dir(examples);
+  {
+    grpc::ClientContext context;
+    v1::SubmitExperimentResponse response;
+    ASSERT_TRUE(stub->SubmitExperiment(&context, submit, &response).ok());
+  }
+  EXPECT_TRUE(testing::WaitFor([&] { return HealthCheck(channel) == "NOT_SERVING"; },
+                               absl::Seconds(20)));
+  {
+    grpc::ClientContext context;
+    v1::SubmitExperimentResponse response;
+    grpc::Status refused = stub->SubmitExperiment(&context, submit, &response);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_THAT(refused.error_message(), HasSubstr("disk I/O error (test)"));
+  }
+  grpc::ClientContext context;
+  v1::Summary summary;
+  ASSERT_TRUE(stub->GetSummary(&context, {}, &summary).ok());
+  EXPECT_FALSE(summary.serving());
+  EXPECT_THAT(summary.next_step(), HasSubstr("disk I/O error (test)"));
+  (*daemon)->Shutdown(absl::Seconds(1));
 }
 
 TEST(DaemonTest, SecondDaemonOnTheSameDirIsRefusedWithThePid) {

@@ -21,6 +21,7 @@ namespace servelab::service {
 namespace {
 
 using ::servelab::testing::IsOk;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
@@ -347,6 +348,48 @@ TEST_F(ServiceTest, MetricsCountRpcsAndExperimentsByState) {
             1);
   EXPECT_EQ(MetricValue(families, "servelab_experiments", {{"state", "queued"}}), 1);
   EXPECT_EQ(MetricValue(families, "servelab_experiments", {{"state", "succeeded"}}), 0);
+}
+
+// An executor that lost a ledger write for good, as the stage runner
+// reports it once it latched the error.
+class LatchedExecutor : public core::ExperimentExecutor {
+ public:
+  void Enqueue(const std::string&) override {}
+  absl::Status CancelRunning(const std::string&) override { return absl::OkStatus(); }
+  absl::Status LatchedError() override {
+    return absl::UnavailableError(
+        "the ledger write of exp-1's stage \"cache_seed succeeded\" failed 3 times: "
+        "database is locked");
+  }
+  std::pair<std::string, v1::StageName> LaneOwner() override { return {"", {}}; }
+};
+
+TEST_F(ServiceTest, ALatchedLedgerErrorRefusesWorkAndSummarySaysWhy) {
+  LatchedExecutor executor;
+  control_plane_->SetExecutor(&executor);
+  service_->SetServing(true);
+  v1::Experiment ignored;
+  grpc::Status status = Submit(ExampleRequest(), &ignored);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(status.error_message(),
+              AllOf(HasSubstr("accepts no new work"), HasSubstr("database is locked")));
+  EXPECT_THAT(List(), IsEmpty());
+
+  grpc::ClientContext context;
+  v1::Summary summary;
+  ASSERT_TRUE(stub_->GetSummary(&context, v1::GetSummaryRequest(), &summary).ok());
+  EXPECT_FALSE(summary.serving());
+  EXPECT_THAT(summary.next_step(), AllOf(HasSubstr("cache_seed succeeded"),
+                                         HasSubstr("restart servelabd")));
+  control_plane_->SetExecutor(nullptr);
+}
+
+TEST_F(ServiceTest, SummaryWhileRecoveringSaysSo) {
+  grpc::ClientContext context;
+  v1::Summary summary;
+  ASSERT_TRUE(stub_->GetSummary(&context, v1::GetSummaryRequest(), &summary).ok());
+  EXPECT_FALSE(summary.serving());
+  EXPECT_THAT(summary.next_step(), HasSubstr("recovering"));
 }
 
 TEST(StatusMappingTest, EveryCodeRoundTrips) {

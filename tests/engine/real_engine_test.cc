@@ -7,11 +7,7 @@
 // three routes and replaced request ids, dev-mode-only cache resets that
 // are refused while KV blocks are leased, cached tokens only with the flag,
 // SGLang's /flush_cache and P/D queue gauges, each engine's metric names.
-#include <arpa/inet.h>
 #include <signal.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -20,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/engine/daemon_fixture.h"
+#include "tests/testing/ports.h"
 #include "yaml-cpp/yaml.h"
 
 namespace servelab {
@@ -65,23 +62,13 @@ class ShimDaemonTest : public DaemonFixture {
     for (int tries = 0; tries < 200; ++tries) {
       const int base = 20000 + static_cast<int>(random() % 12000);
       bool free = true;
-      for (int port = base; port < base + size && free; ++port) free = CanBind(port);
+      for (int port = base; port < base + size && free; ++port) free = testing::CanBindLoopback(port);
       if (free) return base;
     }
     ADD_FAILURE() << "no free block of " << size << " loopback ports";
     return 0;
   }
 
-  static bool CanBind(int port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(port);
-    const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-    close(fd);
-    return ok;
-  }
 
   std::vector<std::string> PortSets() {
     std::vector<std::string> sets;

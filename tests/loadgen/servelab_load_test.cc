@@ -2,9 +2,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <memory>
@@ -17,6 +14,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "servelab/v1/result.pb.h"
+#include "tests/testing/ports.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
 
@@ -73,17 +71,6 @@ v1::Result ParseResult(const std::string& json) {
   return result;
 }
 
-int ClosedPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 class ServelabLoadFileTest : public ::testing::TestWithParam<std::string> {};
 
@@ -196,8 +183,10 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(ServelabLoadTest, UnreachableEndpointIsAClearErrorWithNothingSent) {
   TempDir dir;
   std::string out = dir.File("r.jsonl");
-  RunResult r = Load({"--url", absl::StrCat("http://127.0.0.1:", ClosedPort()), "-n", "3", "-c",
-                      "1", "--input-tokens", "8", "--output-tokens", "2", "--out", out});
+  const std::string url =
+      absl::StrCat("http://127.0.0.1:", servelab::testing::ClosedLoopbackPort());
+  RunResult r = Load({"--url", url, "-n", "3", "-c", "1", "--input-tokens", "8",
+                      "--output-tokens", "2", "--out", out});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("--url"));
   EXPECT_THAT(r.err, HasSubstr("no request was sent"));

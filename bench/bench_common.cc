@@ -1,0 +1,58 @@
+#include "bench/bench_common.h"
+
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace servelab::bench {
+
+std::string Machine() {
+  utsname u;
+  uname(&u);
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, model = "unknown cpu";
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  return model + ", " + std::to_string(std::thread::hardware_concurrency()) + " cpus, " +
+         u.sysname + " " + u.release;
+}
+
+void PinTo(int core) {
+  if (core < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(core, &set);
+  sched_setaffinity(0, sizeof set, &set);
+}
+
+double SelfCpuSeconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+std::string SiblingBinary(const std::string& name) {
+  return (std::filesystem::canonical("/proc/self/exe").parent_path() / name).string();
+}
+
+std::string WriteStreamingSimConfig(const std::string& dir, double decode_seconds,
+                                    double prefill_overhead_seconds, int request_history) {
+  const std::string path = dir + "/sim.yaml";
+  std::ofstream out(path);
+  out << "load_time_seconds: 0\ncold_start_requests: 0\nmax_num_seqs: 100000\n"
+      << "num_gpu_blocks: 100000000\nprefill_overhead_seconds: " << prefill_overhead_seconds
+      << "\nprefill_chunk_overhead_seconds: 0\nprefill_seconds_per_token: 0\n"
+      << "decode_base_seconds: " << decode_seconds << "\ndecode_seconds_per_seq: 0\n"
+      << "debug_request_history: " << request_history << "\n";
+  return path;
+}
+
+}  // namespace servelab::bench

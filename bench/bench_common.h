@@ -1,0 +1,32 @@
+// What every benchmark needs around its measurement: where it runs (printed
+// beside each figure), pinning to a core, its own CPU time, the binaries
+// built beside it, and a servelab-sim config whose only cost is decoding.
+// Plain C++ (no abseil): sim_bench links nothing but Boost.
+#ifndef SERVELAB_BENCH_BENCH_COMMON_H_
+#define SERVELAB_BENCH_BENCH_COMMON_H_
+
+#include <string>
+
+namespace servelab::bench {
+
+// "CPU model, N cpus, Linux 6.1.0".
+std::string Machine();
+
+// Pins the calling process to `core`; a negative core leaves it free.
+void PinTo(int core);
+
+// User + system CPU seconds of this process so far.
+double SelfCpuSeconds();
+
+// The executable `name` in this benchmark's own directory (build/bin).
+std::string SiblingBinary(const std::string& name);
+
+// Writes DIR/sim.yaml: no load time, no cold start, unbounded capacity,
+// `prefill_overhead_seconds` of prefill and `decode_seconds` per token, so
+// that the sim's cost is streaming alone. Returns its path.
+std::string WriteStreamingSimConfig(const std::string& dir, double decode_seconds,
+                                    double prefill_overhead_seconds, int request_history);
+
+}  // namespace servelab::bench
+
+#endif  // SERVELAB_BENCH_BENCH_COMMON_H_
