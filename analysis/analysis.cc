@@ -118,7 +118,8 @@ v1::WindowResult Window(const std::string& name, const Bounds& bounds,
     if (r->first_token_ns() > 0) {
       double ttft_s = Seconds(r->first_token_ns() - r->sent_ns());
       ttft.push_back(ttft_s);
-      if (r->completion_tokens() > 1) tpot.push_back((e2e_s - ttft_s) / (r->completion_tokens() - 1));
+      if (r->completion_tokens() > 1)
+        tpot.push_back((e2e_s - ttft_s) / (r->completion_tokens() - 1));
     }
     for (int i = 1; i < r->chunk_ns_size(); ++i) {
       itl.push_back(Seconds(r->chunk_ns(i) - r->chunk_ns(i - 1)));
@@ -206,8 +207,8 @@ absl::StatusOr<v1::Result> Analyze(const std::vector<v1::RequestRecord>& records
   const v1::AnalysisSpec& a = spec.analysis();
   *result.mutable_whole() = Window("whole", WholeBounds(selected), selected, a, cards);
   double fraction = a.steady_min_inflight_fraction() > 0 ? a.steady_min_inflight_fraction() : 1.0;
-  int threshold = std::max(
-      1, static_cast<int>(std::ceil(fraction * spec.workload().concurrency() - 1e-9)));
+  int threshold =
+      std::max(1, static_cast<int>(std::ceil(fraction * spec.workload().concurrency() - 1e-9)));
   Bounds steady = spec.workload().concurrency() > 0 ? SteadyBounds(selected, threshold) : Bounds{};
   *result.mutable_steady() = Window("steady", steady, selected, a, cards);
   result.mutable_steady()->set_steady_min_inflight(threshold);
@@ -230,8 +231,8 @@ absl::StatusOr<v1::Result> Analyze(const std::vector<v1::RequestRecord>& records
       cached_reported = true;
     }
     exact->set_requests(exact->requests() + 1);
-    bool in_ok = r->requested_prompt_tokens() == 0 ||
-                 r->requested_prompt_tokens() == r->prompt_tokens();
+    bool in_ok =
+        r->requested_prompt_tokens() == 0 || r->requested_prompt_tokens() == r->prompt_tokens();
     bool out_ok = r->requested_completion_tokens() == 0 ||
                   r->requested_completion_tokens() == r->completion_tokens();
     if (in_ok) exact->set_exact_input(exact->exact_input() + 1);

@@ -1,7 +1,6 @@
 // Golden tests: every figure below is computed by hand from the records in
 // GoldenRecords() (times in ms; see the comments beside each expectation).
 #include "analysis/analysis.h"
-#include "analysis/report.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "analysis/report.h"
 #include "google/protobuf/util/time_util.h"
 #include "tests/testing/status_matchers.h"
 
@@ -107,8 +107,8 @@ TEST(AnalyzeTest, WholeWindowGolden) {
   EXPECT_EQ(w.requests_completed(), 3);
   EXPECT_EQ(w.requests_failed(), 1);
   EXPECT_EQ(w.output_tokens(), 9);
-  EXPECT_NEAR(w.request_throughput(), 3 / 0.080, kEps);                // 37.5
-  EXPECT_NEAR(w.output_tokens_per_second(), 9 / 0.080, kEps);          // 112.5
+  EXPECT_NEAR(w.request_throughput(), 3 / 0.080, kEps);                     // 37.5
+  EXPECT_NEAR(w.output_tokens_per_second(), 9 / 0.080, kEps);               // 112.5
   EXPECT_NEAR(w.output_tokens_per_second_per_card(), 9 / 0.080 / 2, kEps);  // 56.25
   // SLO ttft <= 15 ms and tpot <= 12 ms: R0 (10, 10) yes; R1 ttft 20 no; R2 tpot 13.3 no.
   EXPECT_NEAR(w.goodput(), 1 / 0.080, kEps);
@@ -140,8 +140,8 @@ TEST(AnalyzeTest, SteadyWindowGolden) {
   EXPECT_EQ(s.requests_completed(), 2);
   EXPECT_EQ(s.requests_failed(), 1);
   EXPECT_EQ(s.output_tokens(), 5);
-  EXPECT_NEAR(s.request_throughput(), 2 / 0.032, kEps);             // 62.5
-  EXPECT_NEAR(s.output_tokens_per_second(), 5 / 0.032, kEps);       // 156.25
+  EXPECT_NEAR(s.request_throughput(), 2 / 0.032, kEps);        // 62.5
+  EXPECT_NEAR(s.output_tokens_per_second(), 5 / 0.032, kEps);  // 156.25
   EXPECT_NEAR(s.output_tokens_per_second_per_card(), 5 / 0.032 / 2, kEps);
   EXPECT_NEAR(s.goodput(), 1 / 0.032, kEps);  // R0 only.
   ExpectStats(s.ttft(), 15, 15, 19, 19.9, 20, 2);

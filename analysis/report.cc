@@ -6,7 +6,6 @@
 namespace servelab::analysis {
 namespace {
 
-
 std::string Num(double v) { return absl::StrFormat("%.4f", v); }
 std::string Ms(double seconds) { return absl::StrFormat("%.3f", seconds * 1e3); }
 
@@ -44,13 +43,13 @@ std::string FormatResult(const v1::Result& r) {
   out += Line("duration (s)", Num(w.duration_seconds()), Num(s.duration_seconds()));
   out += Line("requests completed", absl::StrCat(w.requests_completed()),
               absl::StrCat(s.requests_completed()));
-  out += Line("requests failed", absl::StrCat(w.requests_failed()),
-              absl::StrCat(s.requests_failed()));
+  out +=
+      Line("requests failed", absl::StrCat(w.requests_failed()), absl::StrCat(s.requests_failed()));
   out += Line("output tokens", absl::StrCat(w.output_tokens()), absl::StrCat(s.output_tokens()));
-  out += Line("request throughput (req/s)", Num(w.request_throughput()),
-              Num(s.request_throughput()));
-  out += Line("output tokens/s", Num(w.output_tokens_per_second()),
-              Num(s.output_tokens_per_second()));
+  out +=
+      Line("request throughput (req/s)", Num(w.request_throughput()), Num(s.request_throughput()));
+  out +=
+      Line("output tokens/s", Num(w.output_tokens_per_second()), Num(s.output_tokens_per_second()));
   out += Line("output tokens/s per card", Num(w.output_tokens_per_second_per_card()),
               Num(s.output_tokens_per_second_per_card()));
   out += Line("goodput (req/s)", Num(w.goodput()), Num(s.goodput()));
@@ -75,8 +74,9 @@ std::string FormatResult(const v1::Result& r) {
   out += r.cached_tokens_reported()
              ? absl::StrFormat("Prefix-cache hit ratio (client, from usage): %.4f\n",
                                r.prefix_cache_hit_ratio())
-             : std::string("Prefix-cache hit ratio (client, from usage): not reported (the server "
-                           "sent no cached_tokens)\n");
+             : std::string(
+                   "Prefix-cache hit ratio (client, from usage): not reported (the server "
+                   "sent no cached_tokens)\n");
   for (const v1::PhaseTiming& p : r.phases()) {
     out += absl::StrFormat("Phase %s: %d requests, wall %.3f s, summed request latency %.3f s\n",
                            v1::Phase_Name(p.phase()), p.requests(), p.wall_seconds(),

@@ -18,6 +18,7 @@
 // Stops the daemon with SIGTERM, then the serving processes it launched
 // (pids from the launch_* stage counters), and removes the temp dir.
 #include <fcntl.h>
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -40,16 +41,14 @@
 #include <thread>
 #include <vector>
 
-#include <grpcpp/grpcpp.h>
-
 #include "absl/strings/ascii.h"
-#include "bench/bench_common.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bench/bench_common.h"
 #include "servelab/v1/service.grpc.pb.h"
 
 extern char** environ;
@@ -146,8 +145,8 @@ Timing Measure(const v1::Experiment& e, absl::Time submit_returned) {
   std::vector<Span> spans;
   absl::Time last_end = submitted;
   for (const v1::Stage& s : e.stages()) {
-    t.stage_action[s.name()] = absl::AsciiStrToLower(
-        absl::StripPrefix(v1::StageAction_Name(s.action()), "STAGE_ACTION_"));
+    t.stage_action[s.name()] =
+        absl::AsciiStrToLower(absl::StripPrefix(v1::StageAction_Name(s.action()), "STAGE_ACTION_"));
     if (!s.has_started_at() || !s.has_ended_at()) {
       t.stage_ms[s.name()] += 0;
       continue;
@@ -348,7 +347,8 @@ int Run(const std::string& spec_path, int deltas, double time_scale) {
       fs::remove_all(work_dir);
       return 1;
     }
-    auto stub = v1::ServeLab::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+    auto stub =
+        v1::ServeLab::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
 
     auto submit = [&](const v1::SubmitExperimentRequest& req, v1::SubmitExperimentResponse* resp,
                       absl::Time* returned) {
@@ -375,8 +375,7 @@ int Run(const std::string& spec_path, int deltas, double time_scale) {
     } else {
       CollectInstancePids(base, &instance_pids);
       std::printf("base %s: %s in %.0f ms (cold: launch + warmup)\n", base.id().c_str(),
-                  v1::ExperimentState_Name(base.state()).c_str(),
-                  Ms(absl::Now() - base_start));
+                  v1::ExperimentState_Name(base.state()).c_str(), Ms(absl::Now() - base_start));
       if (base.state() != v1::EXPERIMENT_STATE_SUCCEEDED) rc = 1;
     }
 
@@ -434,26 +433,30 @@ int Run(const std::string& spec_path, int deltas, double time_scale) {
 
   const double median = Percentile(first_formal, 0.5);
   std::printf("\nmachine: %s\n", Machine().c_str());
-  std::printf("spec: %s, sim time scale %g, %zu concurrency deltas (8/12/16) on a hot "
-              "deployment, %d succeeded\n\n",
-              spec_path.c_str(), time_scale, timings.size(), succeeded);
+  std::printf(
+      "spec: %s, sim time scale %g, %zu concurrency deltas (8/12/16) on a hot "
+      "deployment, %d succeeded\n\n",
+      spec_path.c_str(), time_scale, timings.size(), succeeded);
   std::printf("submit returned -> first formal request (ms, %zu samples)\n", first_formal.size());
   std::printf("  median %.2f  p90 %.2f  max %.2f   target <= %.0f median: %s\n", median,
               Percentile(first_formal, 0.9), Percentile(first_formal, 1.0),
               kTargetFirstFormalMedianMs, median <= kTargetFirstFormalMedianMs ? "MET" : "MISSED");
-  std::printf("  (daemon's first_formal_request_delay from submitted_at: median %.2f, max %.2f)\n\n",
-              Percentile(first_delay, 0.5), Percentile(first_delay, 1.0));
+  std::printf(
+      "  (daemon's first_formal_request_delay from submitted_at: median %.2f, max %.2f)\n\n",
+      Percentile(first_delay, 0.5), Percentile(first_delay, 1.0));
 
-  std::printf("per experiment, mean ms: total (submitted -> last stage ended) %.1f, formal window "
-              "%.1f (result.whole.duration %.1f), beyond the formal window %.1f\n\n",
-              Mean(total), Mean(formal), Mean(whole), Mean(beyond));
+  std::printf(
+      "per experiment, mean ms: total (submitted -> last stage ended) %.1f, formal window "
+      "%.1f (result.whole.duration %.1f), beyond the formal window %.1f\n\n",
+      Mean(total), Mean(formal), Mean(whole), Mean(beyond));
   std::printf("time beyond the formal window, by stage (ms)\n");
   std::printf("  %-14s %-12s %9s %9s\n", "stage", "action", "mean", "max");
   double stage_sum = 0;
   for (const auto& [name, values] : per_stage) {
     if (name == v1::STAGE_FORMAL_LOAD) continue;
     std::string action;
-    for (const std::string& a : actions[name]) absl::StrAppend(&action, action.empty() ? "" : "/", a);
+    for (const std::string& a : actions[name])
+      absl::StrAppend(&action, action.empty() ? "" : "/", a);
     stage_sum += Mean(values);
     std::printf("  %-14s %-12s %9.2f %9.2f\n", StageLabel(name).c_str(), action.c_str(),
                 Mean(values), Percentile(values, 1.0));
@@ -478,8 +481,9 @@ int main(int argc, char** argv) {
   std::string spec = std::string(SERVELAB_SOURCE_DIR) + "/deploy/examples/pd-quick.yaml";
   int deltas = 20;
   double time_scale = 0.05;
-  CLI::App app{"engine_bench: submit -> first formal request and controller time beyond the "
-               "formal window, on a hot deployment (issue 5)"};
+  CLI::App app{
+      "engine_bench: submit -> first formal request and controller time beyond the "
+      "formal window, on a hot deployment (issue 5)"};
   app.add_option("--spec", spec, "Base spec file")->capture_default_str();
   app.add_option("--deltas", deltas, "Concurrency deltas to run")
       ->capture_default_str()

@@ -36,8 +36,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "analysis/percentile.h"
-#include "loadgen/dataset.h"
 #include "bench/bench_common.h"
+#include "loadgen/dataset.h"
 #include "loadgen/load_runner.h"
 #include "loadgen/schedule.h"
 
@@ -200,7 +200,8 @@ int Main(int argc, char** argv) {
   Figure("chunks received", static_cast<double>(chunks), "chunks", "-");
   Figure("chunks/s received (wall)", chunks / a.wall_seconds, "chunks/s", "-");
   Figure("client CPU per 1,000 chunks", a.cpu_seconds / (chunks / 1000.0), "s", "report");
-  Figure("max chunks/s on one core (1 / CPU per chunk)", chunks / a.cpu_seconds, "chunks/s", "report");
+  Figure("max chunks/s on one core (1 / CPU per chunk)", chunks / a.cpu_seconds, "chunks/s",
+         "report");
   Figure("client CPU utilisation during run A", a.cpu_seconds / a.wall_seconds, "cores", "-");
   Figure("TTFT |client - sim| p50", analysis::Percentile(diffs, 50) * 1e3, "ms", "-");
   Figure("TTFT |client - sim| p99", analysis::Percentile(diffs, 99) * 1e3, "ms", "<= 1 ms");

@@ -19,8 +19,8 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -34,8 +34,8 @@
 namespace servelab::bench {
 namespace {
 
-using sim::asio::awaitable;
 using sim::tcp;
+using sim::asio::awaitable;
 namespace asio = sim::asio;
 using Clock = std::chrono::steady_clock;
 
@@ -50,12 +50,15 @@ struct Counters {
 
 std::string MakeRequest(int max_tokens, int id) {
   std::string prompt = "[";
-  for (int i = 0; i < 64; ++i) prompt += std::to_string((id * 64 + i) % 50000) + (i < 63 ? "," : "]");
-  std::string body = "{\"prompt\":" + prompt + ",\"max_tokens\":" + std::to_string(max_tokens) +
-                     ",\"min_tokens\":" + std::to_string(max_tokens) +
-                     ",\"ignore_eos\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
+  for (int i = 0; i < 64; ++i)
+    prompt += std::to_string((id * 64 + i) % 50000) + (i < 63 ? "," : "]");
+  std::string body =
+      "{\"prompt\":" + prompt + ",\"max_tokens\":" + std::to_string(max_tokens) +
+      ",\"min_tokens\":" + std::to_string(max_tokens) +
+      ",\"ignore_eos\":true,\"stream\":true,\"stream_options\":{\"include_usage\":true}}";
   return "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+         "Content-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 // One keep-alive connection issuing streaming requests back to back until stop.
@@ -74,7 +77,8 @@ awaitable<void> Stream(tcp::endpoint endpoint, std::string request, Counters& co
   std::string buf;
   std::vector<char> chunk(64 * 1024);
   while (!stop) {
-    co_await asio::async_write(socket, asio::buffer(request), asio::redirect_error(asio::use_awaitable, ec));
+    co_await asio::async_write(socket, asio::buffer(request),
+                               asio::redirect_error(asio::use_awaitable, ec));
     if (ec) break;
     buf.clear();
     size_t scan = 0;
@@ -148,7 +152,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup-seconds", warmup_seconds, "unmeasured ramp-up")->capture_default_str();
   app.add_option("--max-tokens", max_tokens, "tokens per request")->capture_default_str();
   app.add_option("--time-scale", time_scale, "sim --time-scale")->capture_default_str();
-  app.add_option("--decode-seconds", decode_seconds, "modelled inter-token time")->capture_default_str();
+  app.add_option("--decode-seconds", decode_seconds, "modelled inter-token time")
+      ->capture_default_str();
   app.add_option("--sim-core", sim_core, "core the sim is pinned to")->capture_default_str();
   app.add_option("--client-core", client_core, "core the client is pinned to (-1 = any)")
       ->capture_default_str();
@@ -187,19 +192,20 @@ int main(int argc, char** argv) {
   bool stop = false;
   tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port));
   for (int i = 0; i < streams; ++i) {
-    asio::co_spawn(io, Stream(endpoint, MakeRequest(max_tokens, i), counters, stop), asio::detached);
+    asio::co_spawn(io, Stream(endpoint, MakeRequest(max_tokens, i), counters, stop),
+                   asio::detached);
   }
   double cpu_start = 0, cpu_end = 0;
   Clock::time_point t_start, t_end;
   asio::steady_timer timer(io);
-  timer.expires_after(std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(warmup_seconds)));
+  timer.expires_after(
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(warmup_seconds)));
   timer.async_wait([&](boost::system::error_code) {
     counters.measuring = true;
     cpu_start = ProcCpuSeconds(sim);
     t_start = Clock::now();
-    timer.expires_after(std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(seconds)));
+    timer.expires_after(
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
     timer.async_wait([&](boost::system::error_code) {
       counters.measuring = false;
       cpu_end = ProcCpuSeconds(sim);
@@ -220,9 +226,10 @@ int main(int argc, char** argv) {
   double token_chunks = chunks - 2.0 * counters.measured_requests;  // minus usage + [DONE]
   double cpu = cpu_end - cpu_start;
   printf("machine: %s\n", Machine().c_str());
-  printf("setup: sim pinned to core %d (%s threads), client on core %d, %d concurrent streams, "
-         "%d tokens/request, time-scale %g, decode %g s/token\n",
-         sim_core, sim_threads.c_str(), client_core, streams, max_tokens, time_scale, decode_seconds);
+  printf(
+      "setup: sim pinned to core %d (%s threads), client on core %d, %d concurrent streams, "
+      "%d tokens/request, time-scale %g, decode %g s/token\n",
+      sim_core, sim_threads.c_str(), client_core, streams, max_tokens, time_scale, decode_seconds);
   printf("window: %.2f s, requests completed %llu, errors %llu\n", wall,
          static_cast<unsigned long long>(counters.measured_requests),
          static_cast<unsigned long long>(counters.errors));

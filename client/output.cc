@@ -1,18 +1,18 @@
 #include "client/output.h"
 
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/time_util.h>
+
 #include <algorithm>
 #include <map>
 #include <vector>
 
-#include <google/protobuf/util/json_util.h>
-#include <google/protobuf/util/time_util.h>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
 namespace servelab::client {
@@ -171,8 +171,7 @@ std::string FormatExperiment(const v1::Experiment& e, absl::Time now) {
   if (!e.plan().planned_against().empty()) {
     absl::StrAppend(&plan_header, " (against hot ", e.plan().planned_against(), ")");
   }
-  if (e.plan().has_predicted_preparation() &&
-      e.plan().predicted_preparation().seconds() > 0) {
+  if (e.plan().has_predicted_preparation() && e.plan().predicted_preparation().seconds() > 0) {
     absl::StrAppend(&plan_header, ", predicted preparation ",
                     FormatAge(ToDuration(e.plan().predicted_preparation())));
   }
@@ -186,9 +185,9 @@ std::string FormatExperiment(const v1::Experiment& e, absl::Time now) {
     if (row != stage_rows.end() && row->second->status() != v1::STAGE_STATUS_UNSPECIFIED) {
       status = StageStatusName(row->second->status());
       if (IsSet(row->second->started_at()) && IsSet(row->second->ended_at())) {
-        absl::StrAppend(&status, " ",
-                        FormatAge(ToTime(row->second->ended_at()) -
-                                  ToTime(row->second->started_at())));
+        absl::StrAppend(
+            &status, " ",
+            FormatAge(ToTime(row->second->ended_at()) - ToTime(row->second->started_at())));
       }
     }
     absl::StrAppend(&out, absl::StrFormat("  %-14s %-6s %-14s %s\n", StageLabel(planned.stage()),
@@ -198,8 +197,9 @@ std::string FormatExperiment(const v1::Experiment& e, absl::Time now) {
     }
   }
   if (!e.plan().commands().empty()) {
-    absl::StrAppend(&out, "commands (rendered by the launch code; ports left 0 in the spec "
-                          "are picked again at launch):\n");
+    absl::StrAppend(&out,
+                    "commands (rendered by the launch code; ports left 0 in the spec "
+                    "are picked again at launch):\n");
     for (const v1::RenderedCommand& c : e.plan().commands()) {
       std::string side = absl::AsciiStrToLower(v1::Side_Name(c.side()));
       if (absl::StartsWith(side, "side_")) side = side.substr(5);
@@ -216,9 +216,10 @@ std::string FormatExperiment(const v1::Experiment& e, absl::Time now) {
   if (e.has_result() && e.result().has_whole()) {
     absl::StrAppend(&out, "result:\n");
     auto window = [&](absl::string_view name, const v1::WindowResult& w) {
-      absl::StrAppend(&out, absl::StrFormat("  %-6s %.4f output tok/s per card, %.4f req/s, %.1fs\n",
-                                            name, w.output_tokens_per_second_per_card(),
-                                            w.request_throughput(), w.duration_seconds()));
+      absl::StrAppend(
+          &out, absl::StrFormat("  %-6s %.4f output tok/s per card, %.4f req/s, %.1fs\n", name,
+                                w.output_tokens_per_second_per_card(), w.request_throughput(),
+                                w.duration_seconds()));
     };
     window("whole", e.result().whole());
     if (e.result().has_steady()) window("steady", e.result().steady());
@@ -237,11 +238,11 @@ std::string FormatExperimentList(const v1::ListExperimentsResponse& list) {
   std::string out = absl::StrFormat("%-10s %-10s %-20s %-10s %s\n", "ID", "STATE", "SCENARIO",
                                     "PARENT", "SUBMITTED");
   for (const v1::Experiment& e : list.experiments()) {
-    absl::StrAppend(&out, absl::StrFormat("%-10s %-10s %-20s %-10s %s\n", e.id(),
-                                          StateName(e.state()),
-                                          e.spec().scenario().empty() ? "-" : e.spec().scenario(),
-                                          e.parent_id().empty() ? "-" : e.parent_id(),
-                                          FormatTimestamp(e.submitted_at())));
+    absl::StrAppend(&out,
+                    absl::StrFormat("%-10s %-10s %-20s %-10s %s\n", e.id(), StateName(e.state()),
+                                    e.spec().scenario().empty() ? "-" : e.spec().scenario(),
+                                    e.parent_id().empty() ? "-" : e.parent_id(),
+                                    FormatTimestamp(e.submitted_at())));
   }
   return out;
 }
@@ -249,8 +250,8 @@ std::string FormatExperimentList(const v1::ListExperimentsResponse& list) {
 std::string FormatWatchLine(const v1::Experiment& e, absl::Time now) {
   std::string line = absl::StrCat(
       absl::FormatTime("%H:%M:%S", now, absl::LocalTimeZone()), " ", e.id(), " ",
-      StateName(e.state()), " stage=", CurrentStage(e, now), " sent=",
-      e.progress().formal_requests_sent(), "/", e.progress().formal_requests_planned(),
+      StateName(e.state()), " stage=", CurrentStage(e, now),
+      " sent=", e.progress().formal_requests_sent(), "/", e.progress().formal_requests_planned(),
       " completed=", e.progress().formal_requests_completed(),
       " failed=", e.progress().formal_requests_failed(),
       " blocker=", e.blocker().empty() ? "none" : e.blocker());
@@ -264,21 +265,24 @@ std::string FormatSummary(const v1::Summary& s) {
   std::string out;
   // Not serving: recovering, or refusing work since a ledger write failed;
   // the next step says which.
-  AppendRow(&out, "daemon", absl::StrCat(s.serving() ? "serving" : "NOT serving (see next step)",
-                                         s.paused() ? ", paused" : ""));
-  AppendRow(&out, "lane", s.lane_owner().empty()
-                              ? "idle"
-                              : absl::StrCat(s.lane_owner(), " at ", StageLabel(s.lane_stage())));
+  AppendRow(&out, "daemon",
+            absl::StrCat(s.serving() ? "serving" : "NOT serving (see next step)",
+                         s.paused() ? ", paused" : ""));
+  AppendRow(&out, "lane",
+            s.lane_owner().empty()
+                ? "idle"
+                : absl::StrCat(s.lane_owner(), " at ", StageLabel(s.lane_stage())));
   AppendRow(&out, "queue",
-            s.queue().empty() ? "empty"
-                              : absl::StrCat(absl::StrJoin(s.queue(), ", "), " (",
-                                             s.queue_size(), ")"));
+            s.queue().empty()
+                ? "empty"
+                : absl::StrCat(absl::StrJoin(s.queue(), ", "), " (", s.queue_size(), ")"));
   if (s.hot_deployment().experiment_id().empty()) {
     AppendRow(&out, "hot deployment", "none");
   } else {
     const v1::HotDeployment& hot = s.hot_deployment();
     std::string text = absl::StrCat("spec of ", hot.experiment_id());
-    if (IsSet(hot.warm_since())) absl::StrAppend(&text, ", warm since ", FormatTimestamp(hot.warm_since()));
+    if (IsSet(hot.warm_since()))
+      absl::StrAppend(&text, ", warm since ", FormatTimestamp(hot.warm_since()));
     if (!hot.cache_state().empty()) absl::StrAppend(&text, ", cache ", hot.cache_state());
     AppendRow(&out, "hot deployment", text);
   }
@@ -296,9 +300,9 @@ std::string FormatSummary(const v1::Summary& s) {
   } else {
     absl::StrAppend(&out, "recent failures:\n");
     for (const v1::FailureCount& f : s.recent_failures()) {
-      absl::StrAppend(&out, absl::StrFormat("  %-18s x%d (latest %s)\n",
-                                            FailureClassName(f.failure_class()), f.count(),
-                                            f.latest_experiment_id()));
+      absl::StrAppend(
+          &out, absl::StrFormat("  %-18s x%d (latest %s)\n", FailureClassName(f.failure_class()),
+                                f.count(), f.latest_experiment_id()));
     }
   }
   std::vector<std::string> counts;

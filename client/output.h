@@ -12,9 +12,9 @@
 #ifndef SERVELAB_CLIENT_OUTPUT_H_
 #define SERVELAB_CLIENT_OUTPUT_H_
 
-#include <string>
-
 #include <google/protobuf/message.h>
+
+#include <string>
 
 #include "absl/time/time.h"
 #include "servelab/v1/experiment.pb.h"

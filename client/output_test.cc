@@ -92,8 +92,9 @@ TEST(FormatExperimentListTest, OneLinePerExperiment) {
 TEST(FormatSummaryTest, NotServingPointsToTheNextStep) {
   v1::Summary summary;
   summary.set_serving(false);
-  summary.set_next_step("servelabd accepts no new work since the ledger write of exp-1's "
-                        "state failed 3 times: database is locked");
+  summary.set_next_step(
+      "servelabd accepts no new work since the ledger write of exp-1's "
+      "state failed 3 times: database is locked");
   const std::string text = FormatSummary(summary);
   EXPECT_THAT(text, HasSubstr("NOT serving (see next step)"));
   EXPECT_THAT(text, HasSubstr("database is locked"));

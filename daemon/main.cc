@@ -1,11 +1,10 @@
 // servelabd: flags, logging, Create, Start, wait for SIGTERM/SIGINT, Shutdown.
-#include <signal.h>
 #include <pthread.h>
-
-#include <cstdio>
-#include <string>
+#include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
 
 #include "daemon/service/daemon.h"
 #include "daemon/service/logging.h"

@@ -159,7 +159,8 @@ void FakeServer::Serve(int fd) {
       ++model_lookups_;
       std::string models = R"({"object":"list","data":[{"id":"fake-model","object":"model"}]})";
       if (!SendAll(fd, absl::StrCat("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                                    "Content-Length: ", models.size(), "\r\n\r\n", models))) {
+                                    "Content-Length: ",
+                                    models.size(), "\r\n\r\n", models))) {
         return;
       }
       continue;
@@ -187,14 +188,15 @@ void FakeServer::Serve(int fd) {
     if (mode == Mode::kHttp500) {
       std::string err = R"({"error":{"message":"injected failure","type":"server_error"}})";
       if (!SendAll(fd, absl::StrCat("HTTP/1.1 500 Internal Server Error\r\nContent-Type: "
-                                    "application/json\r\nContent-Length: ", err.size(),
-                                    "\r\n\r\n", err))) {
+                                    "application/json\r\nContent-Length: ",
+                                    err.size(), "\r\n\r\n", err))) {
         return;
       }
       continue;
     }
-    if (!SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                     "Transfer-Encoding: chunked\r\n\r\n")) {
+    if (!SendAll(fd,
+                 "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                 "Transfer-Encoding: chunked\r\n\r\n")) {
       return;
     }
     if (mode == Mode::kHang) {
@@ -208,8 +210,9 @@ void FakeServer::Serve(int fd) {
     for (int i = 0; i < tokens; ++i) {
       if (mode == Mode::kDropMidStream && i == tokens / 2) return;
       absl::SleepFor(gap);
-      if (!SendAll(fd, Chunk(absl::StrCat("data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"text\":\" w",
-                                          i, "\",\"finish_reason\":null}]}\n\n")))) {
+      if (!SendAll(fd,
+                   Chunk(absl::StrCat("data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"text\":\" w",
+                                      i, "\",\"finish_reason\":null}]}\n\n")))) {
         return;
       }
     }

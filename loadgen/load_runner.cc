@@ -12,8 +12,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "google/protobuf/util/time_util.h"
 #include "loadgen/beast.h"
 #include "loadgen/request.h"
@@ -151,7 +151,8 @@ awaitable<void> LoadRunner::Impl::WaitForWake() {
 
 awaitable<error_code> LoadRunner::Impl::Connect(Connection& conn) {
   error_code ec;
-  conn.stream.expires_after(std::chrono::nanoseconds(absl::ToInt64Nanoseconds(options_.connect_timeout)));
+  conn.stream.expires_after(
+      std::chrono::nanoseconds(absl::ToInt64Nanoseconds(options_.connect_timeout)));
   co_await conn.stream.async_connect(endpoints_, asio::redirect_error(use_awaitable, ec));
   if (!ec) {
     conn.stream.socket().set_option(tcp::no_delay(true), ec);
@@ -180,13 +181,16 @@ awaitable<absl::Status> LoadRunner::Impl::Probe() {
   }
   std::string target = absl::StrCat(endpoint_.base_path, "/v1/models");
   where = absl::StrCat(where, target);
-  conn.stream.expires_after(std::chrono::nanoseconds(absl::ToInt64Nanoseconds(options_.connect_timeout)));
+  conn.stream.expires_after(
+      std::chrono::nanoseconds(absl::ToInt64Nanoseconds(options_.connect_timeout)));
   http::request<http::empty_body> req{http::verb::get, target, 11};
   req.set(http::field::host, endpoint_.authority());
   co_await http::async_write(conn.stream, req, asio::redirect_error(use_awaitable, ec));
   http::response_parser<http::string_body> parser;
   parser.body_limit(1 << 20);
-  if (!ec) co_await http::async_read(conn.stream, conn.buffer, parser, asio::redirect_error(use_awaitable, ec));
+  if (!ec)
+    co_await http::async_read(conn.stream, conn.buffer, parser,
+                              asio::redirect_error(use_awaitable, ec));
   if (ec) {
     co_return absl::UnavailableError(
         absl::StrCat("probe ", where, " failed: ", ec.message(), "; no request was sent"));
@@ -253,8 +257,9 @@ awaitable<void> LoadRunner::Impl::Dispatch() {
   const int n = static_cast<int>(prompts_->size());
   for (int i = 0; i < n; ++i) {
     if (!cancelled_) {
-      Clock::time_point due = t0_ + std::chrono::nanoseconds(
-                                        planned_->empty() ? 0 : (*planned_)[static_cast<size_t>(i)]);
+      Clock::time_point due =
+          t0_ +
+          std::chrono::nanoseconds(planned_->empty() ? 0 : (*planned_)[static_cast<size_t>(i)]);
       // The arrival is the planned time, or when the timer actually fired:
       // timer lateness is schedule lag, not client queue time.
       Clock::time_point arrival = due;
@@ -268,7 +273,8 @@ awaitable<void> LoadRunner::Impl::Dispatch() {
       if (!cancelled_) {
         ++in_flight_;
         int64_t queued = std::max<int64_t>(
-            0, std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - arrival).count());
+            0,
+            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - arrival).count());
         asio::co_spawn(ioc_, Send(i, queued), asio::detached);
         continue;
       }
@@ -324,7 +330,8 @@ awaitable<void> LoadRunner::Impl::Send(int index, int64_t queued_ns) {
     active_.insert(conn.get());
     conn->stream.expires_at(deadline);
     error_code ec;
-    co_await asio::async_write(conn->stream, asio::buffer(wire), asio::redirect_error(use_awaitable, ec));
+    co_await asio::async_write(conn->stream, asio::buffer(wire),
+                               asio::redirect_error(use_awaitable, ec));
     http::response_parser<http::buffer_body> parser;
     // Not boost::none: Boost 1.74 compares Content-Length against the
     // optional and rejects every sized body when it is empty.
@@ -418,7 +425,8 @@ awaitable<void> LoadRunner::Impl::Main(absl::Status* probe_status) {
   co_await Preconnect(preconnect);
   t0_ = Clock::now();
   // protobuf's TimeUtil::GetCurrentTime() has whole-second precision here.
-  load_start_ = google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now()));
+  load_start_ =
+      google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now()));
   co_await Dispatch();
   summary_.wall = absl::Nanoseconds(SinceStart());
 }

@@ -81,11 +81,11 @@ struct LoadSummary {
   int64_t planned = 0;
   int64_t sent = 0;
   int64_t completed = 0;
-  int64_t failed = 0;     // Sent, then an error (includes cancelled in flight).
-  int64_t not_sent = 0;   // Cancelled before send.
+  int64_t failed = 0;    // Sent, then an error (includes cancelled in flight).
+  int64_t not_sent = 0;  // Cancelled before send.
   int64_t connections_opened = 0;
-  absl::Duration wall;    // Load start to the last request's end.
-  std::string model;      // The model the requests named.
+  absl::Duration wall;  // Load start to the last request's end.
+  std::string model;    // The model the requests named.
 };
 
 // Live counters, readable from any thread while Run runs.

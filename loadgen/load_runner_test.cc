@@ -1,9 +1,8 @@
 #include "loadgen/load_runner.h"
 
-#include <unistd.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -43,7 +42,6 @@ LoadOptions Options(const FakeServer& server, int concurrency) {
   o.request_timeout = absl::Seconds(10);
   return o;
 }
-
 
 // Real P/D proxies serve no /v1/models (vLLM's toy_proxy_server.py): with
 // the model named, the runner asks for nothing but the generation route.
@@ -204,10 +202,12 @@ TEST(LoadRunnerTest, RejectsBadOptions) {
   LoadOptions o;
   o.url = "http://127.0.0.1:1";
   o.concurrency = 0;
-  EXPECT_THAT(LoadRunner::Create(o), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("concurrency")));
+  EXPECT_THAT(LoadRunner::Create(o),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("concurrency")));
   o.concurrency = 1;
   o.url = "https://x";
-  EXPECT_THAT(LoadRunner::Create(o), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("https")));
+  EXPECT_THAT(LoadRunner::Create(o),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("https")));
 }
 
 TEST(LoadRunnerTest, CancelRecordsEveryRequest) {

@@ -12,10 +12,12 @@ namespace servelab::loadgen {
 
 absl::StatusOr<Endpoint> ParseEndpoint(absl::string_view url) {
   if (absl::StartsWith(url, "https://")) {
-    return absl::InvalidArgumentError(absl::StrCat("unsupported URL ", url, ": https is not supported"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unsupported URL ", url, ": https is not supported"));
   }
   if (!absl::StartsWith(url, "http://")) {
-    return absl::InvalidArgumentError(absl::StrCat("URL must start with http://, got \"", url, "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("URL must start with http://, got \"", url, "\""));
   }
   absl::string_view rest = url.substr(7);
   Endpoint ep;
@@ -58,7 +60,8 @@ std::string RenderBody(v1::Api api, absl::string_view model, const Prompt& promp
     for (size_t i = 0; i < prompt.token_ids.size(); ++i) {
       absl::StrAppend(&content, i == 0 ? "t" : " t", prompt.token_ids[i]);
     }
-    absl::StrAppend(&body, ",\"messages\":[{\"role\":\"user\",\"content\":", JsonQuote(content), "}]");
+    absl::StrAppend(&body, ",\"messages\":[{\"role\":\"user\",\"content\":", JsonQuote(content),
+                    "}]");
   } else if (prompt.token_ids.empty()) {
     absl::StrAppend(&body, ",\"prompt\":", JsonQuote(prompt.text));
   } else {
@@ -81,10 +84,10 @@ std::string RenderHttpRequest(const Endpoint& endpoint, v1::Api api, absl::strin
                               const Prompt& prompt, absl::string_view load_tag,
                               absl::string_view request_id) {
   std::string body = RenderBody(api, model, prompt, load_tag);
-  std::string head = absl::StrCat("POST ", RequestPath(endpoint, api), " HTTP/1.1\r\nHost: ",
-                                  endpoint.authority(),
-                                  "\r\nContent-Type: application/json\r\n"
-                                  "Accept: text/event-stream\r\nConnection: keep-alive\r\n");
+  std::string head =
+      absl::StrCat("POST ", RequestPath(endpoint, api), " HTTP/1.1\r\nHost: ", endpoint.authority(),
+                   "\r\nContent-Type: application/json\r\n"
+                   "Accept: text/event-stream\r\nConnection: keep-alive\r\n");
   if (!load_tag.empty()) absl::StrAppend(&head, "x-servelab-load: ", load_tag, "\r\n");
   if (!request_id.empty()) absl::StrAppend(&head, "x-request-id: ", request_id, "\r\n");
   absl::StrAppend(&head, "Content-Length: ", body.size(), "\r\n\r\n");

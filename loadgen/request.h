@@ -17,7 +17,6 @@
 #define SERVELAB_LOADGEN_REQUEST_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"

@@ -21,9 +21,12 @@ TEST(EndpointTest, Parses) {
   EXPECT_EQ(ep->base_path, "/proxy");
   EXPECT_EQ(RequestPath(*ep, v1::API_CHAT_COMPLETIONS), "/proxy/v1/chat/completions");
   EXPECT_EQ(ParseEndpoint("http://localhost")->port, "80");
-  EXPECT_THAT(ParseEndpoint("https://a:1"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("https")));
-  EXPECT_THAT(ParseEndpoint("127.0.0.1:80"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("http://")));
-  EXPECT_THAT(ParseEndpoint("http://a:99999"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("port")));
+  EXPECT_THAT(ParseEndpoint("https://a:1"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("https")));
+  EXPECT_THAT(ParseEndpoint("127.0.0.1:80"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("http://")));
+  EXPECT_THAT(ParseEndpoint("http://a:99999"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("port")));
 }
 
 TEST(RenderTest, CompletionsBodyAsksForExactOutput) {
@@ -58,7 +61,8 @@ TEST(RenderTest, HttpRequestHasHeadersAndLength) {
   EXPECT_THAT(body, HasSubstr(R"("user":"tag-1")"));
   EXPECT_THAT(wire, StartsWith("POST /v1/completions HTTP/1.1\r\nHost: h:1\r\n"));
   EXPECT_THAT(wire, HasSubstr("x-servelab-load: tag-1\r\n"));
-  EXPECT_THAT(wire, HasSubstr("Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
+  EXPECT_THAT(wire,
+              HasSubstr("Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
   EXPECT_THAT(RenderHttpRequest(ep, v1::API_COMPLETIONS, "m", p, ""),
               ::testing::Not(HasSubstr("x-servelab-load")));
   EXPECT_THAT(RenderHttpRequest(ep, v1::API_COMPLETIONS, "m", p, ""),

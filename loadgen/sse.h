@@ -20,9 +20,9 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/functional/function_ref.h"
+#include "absl/strings/string_view.h"
 #include "servelab/v1/spec.pb.h"
 
 namespace servelab::loadgen {

@@ -22,10 +22,14 @@ absl::StatusOr<Role> ParseRole(const std::string& name) {
 
 const char* RoleName(Role role) {
   switch (role) {
-    case Role::kUnified: return "unified";
-    case Role::kPrefill: return "prefill";
-    case Role::kDecode: return "decode";
-    case Role::kRouter: return "router";
+    case Role::kUnified:
+      return "unified";
+    case Role::kPrefill:
+      return "prefill";
+    case Role::kDecode:
+      return "decode";
+    case Role::kRouter:
+      return "router";
   }
   return "?";
 }
@@ -41,7 +45,9 @@ struct Field {
 };
 
 std::map<std::string, Field> FaultFields(FaultConfig& f) {
-  auto i64 = [](int64_t& x) { return Field{true, [&x](double v) { x = static_cast<int64_t>(v); }}; };
+  auto i64 = [](int64_t& x) {
+    return Field{true, [&x](double v) { x = static_cast<int64_t>(v); }};
+  };
   auto i32 = [](int& x) { return Field{true, [&x](double v) { x = static_cast<int>(v); }}; };
   auto dbl = [](double& x) { return Field{false, [&x](double v) { x = v; }}; };
   return {
@@ -61,7 +67,9 @@ std::map<std::string, Field> FaultFields(FaultConfig& f) {
 }
 
 std::map<std::string, Field> ModelFields(SimConfig& c) {
-  auto i64 = [](int64_t& x) { return Field{true, [&x](double v) { x = static_cast<int64_t>(v); }}; };
+  auto i64 = [](int64_t& x) {
+    return Field{true, [&x](double v) { x = static_cast<int64_t>(v); }};
+  };
   auto dbl = [](double& x) { return Field{false, [&x](double v) { x = v; }}; };
   return {
       {"load_time_seconds", dbl(c.load_time_seconds)},
@@ -88,7 +96,8 @@ std::map<std::string, Field> ModelFields(SimConfig& c) {
 }
 
 absl::Status SetYamlNumber(const YAML::Node& node, const Field& field, const std::string& path) {
-  if (!node.IsScalar()) return absl::InvalidArgumentError(absl::StrCat(path, ": expected a number"));
+  if (!node.IsScalar())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": expected a number"));
   try {
     if (field.integer) {
       field.set(static_cast<double>(node.as<int64_t>()));
@@ -97,14 +106,15 @@ absl::Status SetYamlNumber(const YAML::Node& node, const Field& field, const std
     }
   } catch (const YAML::Exception&) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": expected ",
-                                              field.integer ? "an integer" : "a number", ", got '",
-                                              node.Scalar(), "'"));
+                                                   field.integer ? "an integer" : "a number",
+                                                   ", got '", node.Scalar(), "'"));
   }
   return absl::OkStatus();
 }
 
 absl::Status ParseYamlFaults(const YAML::Node& node, const std::string& where, FaultConfig& f) {
-  if (!node.IsMap()) return absl::InvalidArgumentError(absl::StrCat(where, ": faults: expected a mapping"));
+  if (!node.IsMap())
+    return absl::InvalidArgumentError(absl::StrCat(where, ": faults: expected a mapping"));
   std::map<std::string, Field> fields = FaultFields(f);
   for (const auto& kv : node) {
     std::string key = kv.first.as<std::string>();
@@ -170,7 +180,8 @@ absl::StatusOr<SimConfig> LoadSimConfig(const std::string& path) {
 absl::Status ValidateSimConfig(const SimConfig& c) {
   if (c.model.empty()) return absl::InvalidArgumentError("model must not be empty");
   if (c.max_num_seqs < 1) return absl::InvalidArgumentError("max_num_seqs must be >= 1");
-  if (c.max_num_batched_tokens < 1) return absl::InvalidArgumentError("max_num_batched_tokens must be >= 1");
+  if (c.max_num_batched_tokens < 1)
+    return absl::InvalidArgumentError("max_num_batched_tokens must be >= 1");
   if (c.max_model_len < 2) return absl::InvalidArgumentError("max_model_len must be >= 2");
   if (c.block_size < 1) return absl::InvalidArgumentError("block_size must be >= 1");
   if (c.num_gpu_blocks < 1) return absl::InvalidArgumentError("num_gpu_blocks must be >= 1");

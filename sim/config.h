@@ -31,8 +31,8 @@ struct FaultConfig {
   int64_t exit_after_requests = 0;
   int exit_code = 70;
   // Hang: the request is admitted (counts as running) and never answers.
-  int64_t hang_next = 0;        // the next N generation requests
-  double hang_fraction = 0;     // or each request with this probability
+  int64_t hang_next = 0;     // the next N generation requests
+  double hang_fraction = 0;  // or each request with this probability
   // Error: answer error_status with an OpenAI-style error body.
   int64_t error_next = 0;
   double error_fraction = 0;

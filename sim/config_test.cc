@@ -67,7 +67,8 @@ TEST(ConfigTest, MergeFaultsIsAllOrNothing) {
   EXPECT_EQ(f.hang_next, 2);
   EXPECT_DOUBLE_EQ(f.error_fraction, 0.5);
   body = ParseJson(R"({"hang_next": 5, "bogus": 1})");
-  EXPECT_THAT(MergeFaults(*body, f), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bogus")));
+  EXPECT_THAT(MergeFaults(*body, f),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bogus")));
   EXPECT_EQ(f.hang_next, 2);
   body = ParseJson(R"({"hang_next": 1.5})");
   EXPECT_FALSE(MergeFaults(*body, f).ok());

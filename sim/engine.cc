@@ -64,9 +64,7 @@ bool Engine::Ready() const {
   return SteadyClock::now() >= ready_at_;
 }
 
-double Engine::Uniform() {
-  return static_cast<double>(rng_() >> 11) * (1.0 / 9007199254740992.0);
-}
+double Engine::Uniform() { return static_cast<double>(rng_() >> 11) * (1.0 / 9007199254740992.0); }
 
 std::unique_ptr<RequestState> Engine::Arrive(GenerationRequest request, RequestMeta meta) {
   auto r = std::make_unique<RequestState>();
@@ -205,7 +203,8 @@ std::chrono::nanoseconds Engine::StartPrefill(RequestState& r) {
   } else {
     seconds = cost_.PrefillSeconds(prompt_len - r.cached_tokens, prefilling_);
   }
-  if (prefills_started_ < config_.cold_start_requests) seconds += config_.cold_start_penalty_seconds;
+  if (prefills_started_ < config_.cold_start_requests)
+    seconds += config_.cold_start_penalty_seconds;
   ++prefills_started_;
   ++prefilling_;
   return Scaled(seconds, r.jitter);
@@ -276,19 +275,24 @@ std::chrono::nanoseconds Engine::Finish(RequestState& r, Outcome outcome, int ht
         ++(absl::string_view(r.finish_reason) == "stop" ? success_stop_ : success_length_);
         e2e_.Observe(SecondsBetween(r.arrival, now));
         break;
-      case Outcome::kError: outcome_name = "error"; break;
-      case Outcome::kDropped: outcome_name = "dropped"; break;
-      case Outcome::kAborted: outcome_name = "aborted"; break;
+      case Outcome::kError:
+        outcome_name = "error";
+        break;
+      case Outcome::kDropped:
+        outcome_name = "dropped";
+        break;
+      case Outcome::kAborted:
+        outcome_name = "aborted";
+        break;
     }
     if (outcome != Outcome::kSuccess) ++failed_[outcome_name];
     double queue_seconds = r.admitted_at.time_since_epoch().count() == 0
                                ? 0
                                : SecondsBetween(r.arrival, r.admitted_at);
-    history_.push_back(FinishedRecord{r.id, r.meta.request_id, r.meta.load_tag, r.arrival_unix,
-                                      http_status, outcome_name,
-                                      static_cast<int64_t>(r.request.prompt_tokens.size()),
-                                      r.cached_tokens, r.generated, r.request.kv_transferred,
-                                      queue_seconds, r.ttft_seconds, SecondsBetween(r.arrival, now)});
+    history_.push_back(FinishedRecord{
+        r.id, r.meta.request_id, r.meta.load_tag, r.arrival_unix, http_status, outcome_name,
+        static_cast<int64_t>(r.request.prompt_tokens.size()), r.cached_tokens, r.generated,
+        r.request.kv_transferred, queue_seconds, r.ttft_seconds, SecondsBetween(r.arrival, now)});
     while (static_cast<int64_t>(history_.size()) > config_.debug_request_history) {
       history_.pop_front();
     }
@@ -349,7 +353,9 @@ std::string Engine::FaultsJson() const {
   return FaultsToJson(faults_);
 }
 
-std::string Engine::Labels() const { return absl::StrCat("model_name=\"", config_.model, "\",engine=\"0\""); }
+std::string Engine::Labels() const {
+  return absl::StrCat("model_name=\"", config_.model, "\",engine=\"0\"");
+}
 
 std::string Engine::RenderMetrics() const {
   std::string out;
@@ -408,8 +414,8 @@ void Engine::RenderVllmMetrics(std::string& out) const {
                success_stop_, out);
   ttft_.Render("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
                labels, out);
-  e2e_.Render("vllm:e2e_request_latency_seconds",
-              "Histogram of e2e request latency in seconds.", labels, out);
+  e2e_.Render("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+              labels, out);
   itl_.Render("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
               labels, out);
   queue_.Render("vllm:request_queue_time_seconds",
@@ -493,12 +499,11 @@ void Engine::RenderServelabMetrics(const std::string& labels, std::string& out) 
                1, out);
   Counter("servelab_sim_requests_received", "Generation requests received (valid ones).", labels,
           received_, out);
-  RenderHeader("servelab_sim_requests_failed", "counter", "Requests that did not succeed, by outcome.",
-               out);
+  RenderHeader("servelab_sim_requests_failed", "counter",
+               "Requests that did not succeed, by outcome.", out);
   for (const char* o : {"error", "dropped", "aborted"}) {
     auto it = failed_.find(o);
-    RenderSample("servelab_sim_requests_failed_total",
-                 absl::StrCat(labels, ",outcome=\"", o, "\""),
+    RenderSample("servelab_sim_requests_failed_total", absl::StrCat(labels, ",outcome=\"", o, "\""),
                  it == failed_.end() ? 0 : it->second, out);
   }
   Counter("servelab_sim_kv_transfer_tokens", "Prompt tokens received by KV transfer.", labels,
@@ -519,8 +524,8 @@ void Engine::RenderServelabMetrics(const std::string& labels, std::string& out) 
   }
   RenderHeader("servelab_sim_load_in_flight", "gauge", "Requests of a load not yet ended.", out);
   for (const auto& [tag, w] : loads_) {
-    RenderSample("servelab_sim_load_in_flight", absl::StrCat("load=", JsonQuote(tag)),
-                 w.in_flight, out);
+    RenderSample("servelab_sim_load_in_flight", absl::StrCat("load=", JsonQuote(tag)), w.in_flight,
+                 out);
   }
 }
 
@@ -531,17 +536,17 @@ std::string Engine::DebugRequestsJson() const {
   for (const FinishedRecord& f : history_) {
     if (!first) out += ',';
     first = false;
-    absl::StrAppend(&out, "{\"id\":", f.id, ",\"request_id\":", JsonQuote(f.request_id),
-                    ",\"load\":", JsonQuote(f.load_tag), ",\"arrival_unix\":",
-                    absl::StrFormat("%.6f", f.arrival_unix), ",\"http_status\":", f.http_status,
-                    ",\"outcome\":\"", f.outcome, "\",\"prompt_tokens\":", f.prompt_tokens,
-                    ",\"cached_tokens\":", f.cached_tokens,
-                    ",\"completion_tokens\":", f.completion_tokens,
-                    ",\"kv_transferred\":", f.kv_transferred ? "true" : "false",
-                    ",\"queue_seconds\":", absl::StrFormat("%.6f", f.queue_seconds),
-                    ",\"ttft_seconds\":",
-                    f.ttft_seconds < 0 ? std::string("null") : absl::StrFormat("%.6f", f.ttft_seconds),
-                    ",\"e2e_seconds\":", absl::StrFormat("%.6f", f.e2e_seconds), "}");
+    absl::StrAppend(
+        &out, "{\"id\":", f.id, ",\"request_id\":", JsonQuote(f.request_id),
+        ",\"load\":", JsonQuote(f.load_tag),
+        ",\"arrival_unix\":", absl::StrFormat("%.6f", f.arrival_unix),
+        ",\"http_status\":", f.http_status, ",\"outcome\":\"", f.outcome,
+        "\",\"prompt_tokens\":", f.prompt_tokens, ",\"cached_tokens\":", f.cached_tokens,
+        ",\"completion_tokens\":", f.completion_tokens,
+        ",\"kv_transferred\":", f.kv_transferred ? "true" : "false",
+        ",\"queue_seconds\":", absl::StrFormat("%.6f", f.queue_seconds), ",\"ttft_seconds\":",
+        f.ttft_seconds < 0 ? std::string("null") : absl::StrFormat("%.6f", f.ttft_seconds),
+        ",\"e2e_seconds\":", absl::StrFormat("%.6f", f.e2e_seconds), "}");
   }
   absl::StrAppend(&out, "],\"in_flight\":", in_flight_, ",\"running\":", running_,
                   ",\"waiting\":", waiting_.size(), "}");
@@ -555,10 +560,11 @@ std::string Engine::LoadsJson() const {
   for (const auto& [tag, w] : loads_) {
     if (!first) out += ',';
     first = false;
-    absl::StrAppend(&out, JsonQuote(tag), ":{\"first_arrival_unix\":",
-                    absl::StrFormat("%.6f", w.first_arrival_unix), ",\"last_completion_unix\":",
-                    absl::StrFormat("%.6f", w.last_completion_unix), ",\"arrived\":", w.arrived,
-                    ",\"completed\":", w.completed, ",\"in_flight\":", w.in_flight, "}");
+    absl::StrAppend(&out, JsonQuote(tag),
+                    ":{\"first_arrival_unix\":", absl::StrFormat("%.6f", w.first_arrival_unix),
+                    ",\"last_completion_unix\":", absl::StrFormat("%.6f", w.last_completion_unix),
+                    ",\"arrived\":", w.arrived, ",\"completed\":", w.completed,
+                    ",\"in_flight\":", w.in_flight, "}");
   }
   out += "}}";
   return out;

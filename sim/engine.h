@@ -69,7 +69,7 @@ struct RequestState {
   FaultAction fault = FaultAction::kNone;
   int error_status = 503;         // for FaultAction::kError
   int64_t drop_after_tokens = 1;  // for FaultAction::kDrop
-  int64_t output_tokens = 0;  // planned completion length
+  int64_t output_tokens = 0;      // planned completion length
   const char* finish_reason = "length";
   uint64_t text_seed = 0;
   double jitter = 1.0;
@@ -198,7 +198,7 @@ class Engine {
   PrefixCache cache_ ABSL_GUARDED_BY(mu_);
   std::deque<Waiter> waiting_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t running_ ABSL_GUARDED_BY(mu_) = 0;   // admitted, not finished
+  int64_t running_ ABSL_GUARDED_BY(mu_) = 0;    // admitted, not finished
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // arrived, not finished
   int64_t prefilling_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t reserved_blocks_ ABSL_GUARDED_BY(mu_) = 0;

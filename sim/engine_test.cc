@@ -28,13 +28,15 @@ TEST(EngineTest, AdmitsUpToMaxNumSeqsThenQueuesInOrder) {
   bool woke = false;
   EXPECT_TRUE(engine.TryAdmit(*a, [] {}));
   EXPECT_FALSE(engine.TryAdmit(*b, [&] { woke = true; }));
-  EXPECT_THAT(engine.RenderMetrics(), HasSubstr("vllm:num_requests_waiting{model_name=\"servelab-sim\",engine=\"0\"} 1"));
+  EXPECT_THAT(engine.RenderMetrics(),
+              HasSubstr("vllm:num_requests_waiting{model_name=\"servelab-sim\",engine=\"0\"} 1"));
   engine.Finish(*a, Outcome::kSuccess, 200);
   EXPECT_TRUE(woke);
   EXPECT_TRUE(b->admitted);
   engine.Finish(*b, Outcome::kSuccess, 200);
   EXPECT_THAT(engine.RenderMetrics(),
-              HasSubstr("vllm:request_success_total{model_name=\"servelab-sim\",engine=\"0\",finished_reason=\"length\"} 2"));
+              HasSubstr("vllm:request_success_total{model_name=\"servelab-sim\",engine=\"0\","
+                        "finished_reason=\"length\"} 2"));
 }
 
 TEST(EngineTest, RemoteDecodeLeaseHoldsBlocksAndBlocksTheReset) {
@@ -88,7 +90,9 @@ TEST(EngineTest, RepeatedPromptHitsPrefixCacheUntilReset) {
   EXPECT_LT(warm_time, cold_time);
   engine.ResetPrefixCache();
   EXPECT_EQ(run().first, 0);
-  EXPECT_THAT(engine.RenderMetrics(), HasSubstr("vllm:prefix_cache_hits_total{model_name=\"servelab-sim\",engine=\"0\"} 16"));
+  EXPECT_THAT(
+      engine.RenderMetrics(),
+      HasSubstr("vllm:prefix_cache_hits_total{model_name=\"servelab-sim\",engine=\"0\"} 16"));
 }
 
 TEST(EngineTest, ColdStartPenaltyOnlyForTheFirstRequests) {
@@ -138,7 +142,8 @@ TEST(EngineTest, SameSeedSameDecisions) {
 TEST(EngineTest, FaultsAppliedInOrderAndCounted) {
   SimConfig c;
   Engine engine(c, Role::kUnified, 1, 1.0);
-  absl::StatusOr<JsonValue> body = ParseJson(R"({"error_next": 1, "hang_next": 1, "drop_next": 1})");
+  absl::StatusOr<JsonValue> body =
+      ParseJson(R"({"error_next": 1, "hang_next": 1, "drop_next": 1})");
   ASSERT_THAT(engine.ApplyFaults(*body), IsOk());
   EXPECT_EQ(engine.Arrive(Request(2, 1), {})->fault, FaultAction::kError);
   EXPECT_EQ(engine.Arrive(Request(2, 1), {})->fault, FaultAction::kHang);

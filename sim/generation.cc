@@ -16,7 +16,7 @@ constexpr size_t kMaxPendingBytes = 64 * 1024;
 // Precomputed JSON pieces for one request's chunks.
 struct ChunkFormat {
   bool chat = false;
-  std::string head;  // `data: {"id":...,"choices":[{"index":0,` for content chunks
+  std::string head;      // `data: {"id":...,"choices":[{"index":0,` for content chunks
   std::string envelope;  // `{"id":...,"model":...` without choices, for usage
 };
 
@@ -24,10 +24,9 @@ ChunkFormat MakeFormat(const RequestState& r, const std::string& model) {
   ChunkFormat f;
   f.chat = r.request.kind == ApiKind::kChat;
   std::string id = absl::StrCat(f.chat ? "chatcmpl-" : "cmpl-", "sim", r.id);
-  f.envelope = absl::StrCat("{\"id\":\"", id, "\",\"object\":\"",
-                            f.chat ? "chat.completion.chunk" : "text_completion",
-                            "\",\"created\":", static_cast<int64_t>(std::time(nullptr)),
-                            ",\"model\":", JsonQuote(model));
+  f.envelope = absl::StrCat(
+      "{\"id\":\"", id, "\",\"object\":\"", f.chat ? "chat.completion.chunk" : "text_completion",
+      "\",\"created\":", static_cast<int64_t>(std::time(nullptr)), ",\"model\":", JsonQuote(model));
   f.head = absl::StrCat("data: ", f.envelope, ",\"choices\":[{\"index\":0,");
   return f;
 }
@@ -80,9 +79,9 @@ std::string FullResponse(const RequestState& r, const Engine& engine, const std:
   const std::string& model = engine.config().model;
   bool chat = r.request.kind == ApiKind::kChat;
   std::string choice =
-      chat ? absl::StrCat("{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":",
-                          JsonQuote(text), "},\"logprobs\":null,\"finish_reason\":\"",
-                          r.finish_reason, "\"}")
+      chat ? absl::StrCat(
+                 "{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":", JsonQuote(text),
+                 "},\"logprobs\":null,\"finish_reason\":\"", r.finish_reason, "\"}")
            : absl::StrCat("{\"index\":0,\"text\":", JsonQuote(text),
                           ",\"logprobs\":null,\"finish_reason\":\"", r.finish_reason, "\"}");
   return absl::StrCat("{\"id\":\"", chat ? "chatcmpl-" : "cmpl-", "sim", r.id, "\",\"object\":\"",
@@ -135,8 +134,8 @@ asio::awaitable<void> SleepUntil(asio::steady_timer& timer, SteadyClock::time_po
 
 asio::awaitable<bool> AnswerInjectedError(ClientConn& conn, Engine& engine, RequestState& r,
                                           bool keep_alive) {
-  bool ok = co_await conn.WriteJson(r.error_status, ErrorBody(r.error_status, "injected fault: error"),
-                                    keep_alive);
+  bool ok = co_await conn.WriteJson(r.error_status,
+                                    ErrorBody(r.error_status, "injected fault: error"), keep_alive);
   engine.Finish(r, Outcome::kError, r.error_status);
   co_return ok;
 }
@@ -153,7 +152,8 @@ asio::awaitable<bool> ServeGeneration(ClientConn& conn, Engine& engine, Generati
                                       RequestMeta& meta, bool keep_alive) {
   std::unique_ptr<RequestState> r = engine.Arrive(std::move(request), std::move(meta));
   const std::string& model = engine.config().model;
-  if (r->fault == FaultAction::kError) co_return co_await AnswerInjectedError(conn, engine, *r, keep_alive);
+  if (r->fault == FaultAction::kError)
+    co_return co_await AnswerInjectedError(conn, engine, *r, keep_alive);
   co_await WaitForAdmission(engine, *r);
   asio::steady_timer timer(co_await asio::this_coro::executor);
   if (r->fault == FaultAction::kHang) {

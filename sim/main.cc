@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
                "sglang: report usage.prompt_tokens_details.cached_tokens");
   app.add_flag("--enable-metrics", compat.enable_metrics, "sglang: serve /metrics");
   app.add_option("--model", model, "served model name (overrides the config file)");
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   spdlog::logger& log = SimLog();

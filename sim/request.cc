@@ -44,7 +44,8 @@ absl::Status ParsePrompt(const JsonValue& body, ApiKind kind, std::vector<int64_
     }
   } else {
     const JsonValue* prompt = body.Find("prompt");
-    if (prompt == nullptr || prompt->is_null()) return absl::InvalidArgumentError("'prompt' is required");
+    if (prompt == nullptr || prompt->is_null())
+      return absl::InvalidArgumentError("'prompt' is required");
     if (prompt->is_string()) {
       tokens = TokenizeText(prompt->string_value());
     } else if (prompt->is_array()) {
@@ -67,14 +68,16 @@ absl::Status ParsePrompt(const JsonValue& body, ApiKind kind, std::vector<int64_
 absl::StatusOr<bool> OptionalBool(const JsonValue& obj, absl::string_view key, bool fallback) {
   const JsonValue* v = obj.Find(key);
   if (v == nullptr || v->is_null()) return fallback;
-  if (!v->is_bool()) return absl::InvalidArgumentError(absl::StrCat("'", key, "' must be a boolean"));
+  if (!v->is_bool())
+    return absl::InvalidArgumentError(absl::StrCat("'", key, "' must be a boolean"));
   return v->bool_value();
 }
 
 absl::StatusOr<int64_t> OptionalInt(const JsonValue& obj, absl::string_view key, int64_t fallback) {
   const JsonValue* v = obj.Find(key);
   if (v == nullptr || v->is_null()) return fallback;
-  if (!v->is_integer()) return absl::InvalidArgumentError(absl::StrCat("'", key, "' must be an integer"));
+  if (!v->is_integer())
+    return absl::InvalidArgumentError(absl::StrCat("'", key, "' must be an integer"));
   return v->int_value();
 }
 
@@ -82,7 +85,8 @@ absl::StatusOr<int64_t> OptionalInt(const JsonValue& obj, absl::string_view key,
 
 absl::StatusOr<GenerationRequest> ParseGenerationRequest(const JsonValue& body, ApiKind kind,
                                                          const SimConfig& config) {
-  if (!body.is_object()) return absl::InvalidArgumentError("the request body must be a JSON object");
+  if (!body.is_object())
+    return absl::InvalidArgumentError("the request body must be a JSON object");
   GenerationRequest r;
   r.kind = kind;
   if (const JsonValue* model = body.Find("model"); model != nullptr && !model->is_null()) {
@@ -96,9 +100,9 @@ absl::StatusOr<GenerationRequest> ParseGenerationRequest(const JsonValue& body, 
   if (!s.ok()) return s;
   const int64_t prompt_len = static_cast<int64_t>(r.prompt_tokens.size());
   if (prompt_len > config.max_model_len) {
-    return absl::InvalidArgumentError(absl::StrCat("This model's maximum context length is ",
-                                              config.max_model_len, " tokens. However, your prompt has ",
-                                              prompt_len, " tokens."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("This model's maximum context length is ", config.max_model_len,
+                     " tokens. However, your prompt has ", prompt_len, " tokens."));
   }
   // Completions default to 16 tokens like OpenAI; chat to the rest of the context.
   int64_t default_max = kind == ApiKind::kChat ? config.max_model_len - prompt_len : 16;
@@ -109,10 +113,10 @@ absl::StatusOr<GenerationRequest> ParseGenerationRequest(const JsonValue& body, 
   if (!max_tokens.ok()) return max_tokens.status();
   if (*max_tokens <= 0) return absl::InvalidArgumentError("'max_tokens' must be at least 1");
   if (prompt_len + *max_tokens > config.max_model_len) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "This model's maximum context length is ", config.max_model_len,
-        " tokens. However, you requested ", prompt_len + *max_tokens, " tokens (", prompt_len,
-        " in the messages, ", *max_tokens, " in the completion)."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("This model's maximum context length is ", config.max_model_len,
+                     " tokens. However, you requested ", prompt_len + *max_tokens, " tokens (",
+                     prompt_len, " in the messages, ", *max_tokens, " in the completion)."));
   }
   r.max_tokens = *max_tokens;
   absl::StatusOr<int64_t> min_tokens = OptionalInt(body, "min_tokens", 0);
@@ -163,24 +167,35 @@ absl::StatusOr<GenerationRequest> ParseGenerationRequest(const JsonValue& body, 
 
 int HttpStatusFor(const absl::Status& status) {
   switch (status.code()) {
-    case absl::StatusCode::kOk: return 200;
+    case absl::StatusCode::kOk:
+      return 200;
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kOutOfRange:
-    case absl::StatusCode::kFailedPrecondition: return 400;
-    case absl::StatusCode::kNotFound: return 404;
-    case absl::StatusCode::kResourceExhausted: return 429;
-    case absl::StatusCode::kUnavailable: return 503;
-    default: return 500;
+    case absl::StatusCode::kFailedPrecondition:
+      return 400;
+    case absl::StatusCode::kNotFound:
+      return 404;
+    case absl::StatusCode::kResourceExhausted:
+      return 429;
+    case absl::StatusCode::kUnavailable:
+      return 503;
+    default:
+      return 500;
   }
 }
 
 std::string ErrorBody(int http_status, absl::string_view message) {
   const char* type = "InternalServerError";
-  if (http_status == 400) type = "BadRequestError";
-  else if (http_status == 404) type = "NotFoundError";
-  else if (http_status == 405) type = "MethodNotAllowed";
-  else if (http_status == 413) type = "RequestTooLarge";
-  else if (http_status == 503) type = "ServiceUnavailableError";
+  if (http_status == 400)
+    type = "BadRequestError";
+  else if (http_status == 404)
+    type = "NotFoundError";
+  else if (http_status == 405)
+    type = "MethodNotAllowed";
+  else if (http_status == 413)
+    type = "RequestTooLarge";
+  else if (http_status == 503)
+    type = "ServiceUnavailableError";
   return absl::StrCat("{\"error\":{\"message\":", JsonQuote(message), ",\"type\":\"", type,
                       "\",\"param\":null,\"code\":", http_status, "}}");
 }

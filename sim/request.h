@@ -1,7 +1,8 @@
 // Parsing and validation of OpenAI-style generation requests
 // (/v1/completions and /v1/chat/completions) into what the sim models.
 //
-//   absl::StatusOr<GenerationRequest> r = ParseGenerationRequest(json, ApiKind::kCompletion, config);
+//   absl::StatusOr<GenerationRequest> r = ParseGenerationRequest(json, ApiKind::kCompletion,
+//   config);
 //
 // Errors carry the HTTP meaning in their code: InvalidArgument = 400,
 // NotFound = 404 (unknown model). Pure functions; thread-safe.
@@ -12,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/string_view.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "sim/config.h"
 #include "sim/json.h"
 

@@ -13,7 +13,8 @@ using ::servelab::testing::IsOk;
 using ::servelab::testing::StatusIs;
 using ::testing::HasSubstr;
 
-absl::StatusOr<GenerationRequest> Parse(const std::string& json, ApiKind kind = ApiKind::kCompletion) {
+absl::StatusOr<GenerationRequest> Parse(const std::string& json,
+                                        ApiKind kind = ApiKind::kCompletion) {
   SimConfig config;
   config.max_model_len = 100;
   absl::StatusOr<JsonValue> v = ParseJson(json);
@@ -36,7 +37,8 @@ TEST(RequestTest, ReadsUserAndTheRemoteDecodeMarks) {
 }
 
 TEST(RequestTest, TextPromptIsOneTokenPerWord) {
-  absl::StatusOr<GenerationRequest> r = Parse(R"({"prompt": "  the quick\tbrown\nfox ", "max_tokens": 5})");
+  absl::StatusOr<GenerationRequest> r =
+      Parse(R"({"prompt": "  the quick\tbrown\nfox ", "max_tokens": 5})");
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->prompt_tokens.size(), 4u);
   EXPECT_EQ(r->max_tokens, 5);
@@ -74,23 +76,29 @@ TEST(RequestTest, KvTransferParams) {
 
 TEST(RequestTest, BadInputs) {
   using absl::StatusCode;
-  EXPECT_THAT(Parse(R"({"max_tokens": 5})"), StatusIs(StatusCode::kInvalidArgument, HasSubstr("prompt")));
+  EXPECT_THAT(Parse(R"({"max_tokens": 5})"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("prompt")));
   EXPECT_THAT(Parse(R"({"prompt": "a", "max_tokens": 0})"),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("max_tokens")));
   EXPECT_THAT(Parse(R"({"prompt": "a", "max_tokens": "5"})"),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("max_tokens")));
-  EXPECT_THAT(Parse(R"({"prompt": ""})"), StatusIs(StatusCode::kInvalidArgument, HasSubstr("empty")));
-  EXPECT_THAT(Parse(R"({"prompt": [1, -2]})"), StatusIs(StatusCode::kInvalidArgument, ::testing::_));
-  std::string long_prompt = "{\"prompt\": \"" ;
+  EXPECT_THAT(Parse(R"({"prompt": ""})"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("empty")));
+  EXPECT_THAT(Parse(R"({"prompt": [1, -2]})"),
+              StatusIs(StatusCode::kInvalidArgument, ::testing::_));
+  std::string long_prompt = "{\"prompt\": \"";
   for (int i = 0; i < 101; ++i) long_prompt += "w ";
   long_prompt += "\"}";
-  EXPECT_THAT(Parse(long_prompt), StatusIs(StatusCode::kInvalidArgument, HasSubstr("context length")));
+  EXPECT_THAT(Parse(long_prompt),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("context length")));
   EXPECT_THAT(Parse(R"({"prompt": "a", "max_tokens": 100})"),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("context length")));
   EXPECT_THAT(Parse(R"({"prompt": "a", "max_tokens": 3, "min_tokens": 4})"),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("min_tokens")));
-  EXPECT_THAT(Parse(R"({"prompt": "a", "model": "other"})"), StatusIs(StatusCode::kNotFound, HasSubstr("other")));
-  EXPECT_THAT(Parse(R"({"messages": []})", ApiKind::kChat), StatusIs(StatusCode::kInvalidArgument, ::testing::_));
+  EXPECT_THAT(Parse(R"({"prompt": "a", "model": "other"})"),
+              StatusIs(StatusCode::kNotFound, HasSubstr("other")));
+  EXPECT_THAT(Parse(R"({"messages": []})", ApiKind::kChat),
+              StatusIs(StatusCode::kInvalidArgument, ::testing::_));
   EXPECT_THAT(Parse(R"([1])"), StatusIs(StatusCode::kInvalidArgument, ::testing::_));
 }
 

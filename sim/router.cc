@@ -20,7 +20,8 @@ namespace beast = boost::beast;
 absl::StatusOr<Upstream> ParseUpstreamUrl(const std::string& url) {
   absl::string_view rest = url;
   if (!absl::ConsumePrefix(&rest, "http://")) {
-    return absl::InvalidArgumentError(absl::StrCat("upstream URL '", url, "' must start with http://"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("upstream URL '", url, "' must start with http://"));
   }
   rest = rest.substr(0, rest.find('/'));
   size_t colon = rest.rfind(':');
@@ -36,10 +37,12 @@ absl::StatusOr<Upstream> ParseUpstreamUrl(const std::string& url) {
   if (address.size() > 2 && address.front() == '[') address = address.substr(1, address.size() - 2);
   boost::system::error_code ec;
   asio::ip::address ip = asio::ip::make_address(address, ec);
-  if (ec) return absl::InvalidArgumentError(absl::StrCat("upstream host '", host, "' is not an IP address"));
-  if (!ip.is_loopback()) {
+  if (ec)
     return absl::InvalidArgumentError(
-        absl::StrCat("upstream host '", host, "' is not loopback; the sim only talks to 127.0.0.1"));
+        absl::StrCat("upstream host '", host, "' is not an IP address"));
+  if (!ip.is_loopback()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "upstream host '", host, "' is not loopback; the sim only talks to 127.0.0.1"));
   }
   return Upstream{host, tcp::endpoint(ip, static_cast<unsigned short>(port)), url};
 }
@@ -175,8 +178,8 @@ int64_t CachedTokensOf(const std::string& response_body) {
 }  // namespace
 
 asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, Engine& engine,
-                                              const IncomingRequest& request,
-                                              const JsonValue& body, GenerationRequest& parsed) {
+                                              const IncomingRequest& request, const JsonValue& body,
+                                              GenerationRequest& parsed) {
   RequestMeta meta{request.request_id, request.load_tag};
   std::unique_ptr<RequestState> r = engine.Arrive(std::move(parsed), std::move(meta));
   if (r->fault == FaultAction::kError) {
@@ -424,7 +427,10 @@ asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, Engine& engine,
   }
   release_prefill();
   bool ok = co_await conn.EndChunked("");
-  engine.Finish(*r, !ok ? Outcome::kAborted : status == 200 ? Outcome::kSuccess : Outcome::kError,
+  engine.Finish(*r,
+                !ok             ? Outcome::kAborted
+                : status == 200 ? Outcome::kSuccess
+                                : Outcome::kError,
                 status);
   co_return ok;
 }

@@ -2,7 +2,6 @@
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-
 #include <ctime>
 
 #include "absl/strings/str_cat.h"
@@ -16,7 +15,9 @@ namespace http = boost::beast::http;
 namespace beast = boost::beast;
 
 Server::Server(const ServerOptions& options, Engine& engine, Router* router)
-    : options_(options), engine_(engine), router_(router),
+    : options_(options),
+      engine_(engine),
+      router_(router),
       contexts_([&] {
         std::vector<std::unique_ptr<asio::io_context>> c;
         for (int i = 0; i < std::max(options.threads, 1); ++i) {
@@ -30,8 +31,8 @@ Server::Server(const ServerOptions& options, Engine& engine, Router* router)
 
 Server::~Server() { Shutdown(); }
 
-absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
-                                                       Engine& engine, Router* router) {
+absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, Engine& engine,
+                                                       Router* router) {
   std::unique_ptr<Server> server(new Server(options, engine, router));
   absl::Status s = server->Listen();
   if (!s.ok()) return s;
@@ -49,8 +50,8 @@ absl::Status Server::Listen() {
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
     acceptor_.close();
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.host, ":",
-                                               endpoint.port(), ": ", ec.message()));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", options_.host, ":", endpoint.port(), ": ", ec.message()));
   }
   port_ = acceptor_.local_endpoint().port();
   return absl::OkStatus();
@@ -298,8 +299,8 @@ asio::awaitable<bool> Server::Dispatch(ClientConn& conn, IncomingRequest& reques
         200,
         absl::StrCat("{\"object\":\"list\",\"data\":[{\"id\":", JsonQuote(c.model),
                      ",\"object\":\"model\",\"created\":", static_cast<int64_t>(std::time(nullptr)),
-                     ",\"owned_by\":\"", ModelOwner(compat.compat), "\",\"root\":",
-                     JsonQuote(c.model),
+                     ",\"owned_by\":\"", ModelOwner(compat.compat),
+                     "\",\"root\":", JsonQuote(c.model),
                      // vLLM's ModelCard also says parent (null for a base model).
                      IsVllmFamily(compat.compat) ? ",\"parent\":null" : "",
                      ",\"max_model_len\":", c.max_model_len, "}]}"),

@@ -34,7 +34,8 @@ absl::Status ApplyDelta(v1::ExperimentSpec& spec,
   for (const std::string& assignment : set) {
     absl::Status status = spec::ApplySet(spec, assignment);
     if (!status.ok()) {
-      return absl::Status(status.code(), absl::StrCat("--set ", assignment, ": ", status.message()));
+      return absl::Status(status.code(),
+                          absl::StrCat("--set ", assignment, ": ", status.message()));
     }
   }
   return absl::OkStatus();
@@ -99,7 +100,8 @@ absl::StatusOr<v1::Experiment> ControlPlane::Submit(const v1::SubmitExperimentRe
   std::optional<v1::Experiment> parent;
   switch (request.source_case()) {
     case v1::SubmitExperimentRequest::kSpecText: {
-      SERVELAB_ASSIGN_OR_RETURN(spec, spec::ParseSpecText(request.spec_text(), request.spec_name()));
+      SERVELAB_ASSIGN_OR_RETURN(spec,
+                                spec::ParseSpecText(request.spec_text(), request.spec_name()));
       break;
     }
     case v1::SubmitExperimentRequest::kSpec:
@@ -203,7 +205,8 @@ absl::StatusOr<v1::Experiment> ControlPlane::Create(v1::Experiment experiment) {
 absl::StatusOr<v1::Experiment> ControlPlane::Get(std::string_view id) {
   absl::StatusOr<v1::Experiment> experiment = store_.GetExperiment(id);
   if (absl::IsNotFound(experiment.status())) {
-    return absl::NotFoundError(absl::StrCat("id: experiment \"", absl::string_view(id.data(), id.size()), "\" not found"));
+    return absl::NotFoundError(
+        absl::StrCat("id: experiment \"", absl::string_view(id.data(), id.size()), "\" not found"));
   }
   return experiment;
 }
@@ -296,7 +299,8 @@ absl::StatusOr<v1::Summary> ControlPlane::Summary() {
   summary.set_paused(paused_);
   SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> all, store_.ListExperiments({}));
   SERVELAB_ASSIGN_OR_RETURN(auto counts, CountByState());
-  for (const auto& [state, count] : counts) (*summary.mutable_experiments_by_state())[state] = count;
+  for (const auto& [state, count] : counts)
+    (*summary.mutable_experiments_by_state())[state] = count;
 
   std::map<std::string, v1::ScenarioBest> best;
   std::map<v1::FailureClass, v1::FailureCount> failures;
@@ -325,8 +329,8 @@ absl::StatusOr<v1::Summary> ControlPlane::Summary() {
         v1::ScenarioBest& b = best[e.spec().scenario()];
         b.set_scenario(e.spec().scenario());
         b.set_experiment_id(e.id());
-        b.set_metric(absl::StrCat(e.spec().analysis().decision().metric(), " (",
-                                  window.name(), ")"));
+        b.set_metric(
+            absl::StrCat(e.spec().analysis().decision().metric(), " (", window.name(), ")"));
         b.set_value(value);
       }
     }
@@ -355,12 +359,13 @@ absl::StatusOr<v1::Summary> ControlPlane::Summary() {
       for (const v1::Stage& stage : it->stages()) {
         if (stage.name() == v1::STAGE_FORMAL_LOAD && stage.status() == v1::STAGE_STATUS_SUCCEEDED) {
           const v1::DatasetSpec& d = it->spec().workload().dataset();
-          hot.set_cache_state(absl::StrCat(
-              "holds the prompts of ", it->id(), "'s formal load (", d.input_tokens(),
-              "-token prompts", d.prefix_cache_ratio() > 0
-                                    ? absl::StrCat(", ", d.prefix_groups(), " prefix groups seeded")
-                                    : "",
-              "); the next experiment resets it"));
+          hot.set_cache_state(
+              absl::StrCat("holds the prompts of ", it->id(), "'s formal load (", d.input_tokens(),
+                           "-token prompts",
+                           d.prefix_cache_ratio() > 0
+                               ? absl::StrCat(", ", d.prefix_groups(), " prefix groups seeded")
+                               : "",
+                           "); the next experiment resets it"));
         }
       }
     }
@@ -373,12 +378,12 @@ absl::StatusOr<v1::Summary> ControlPlane::Summary() {
     summary.set_next_step(absl::StrCat("wait for ", summary.lane_owner(), ": servelab wait ",
                                        summary.lane_owner(), " --until done"));
   } else if (summary.queue_size() > 0) {
-    summary.set_next_step(
-        executor_ == nullptr || paused_
-            ? absl::StrCat(summary.queue_size(), " queued; ", QueuedBlocker(),
-                           " (inspect with: servelab status ", summary.queue(0), ")")
-            : absl::StrCat(summary.queue(0), " runs next: servelab wait ", summary.queue(0),
-                           " --until sent"));
+    summary.set_next_step(executor_ == nullptr || paused_
+                              ? absl::StrCat(summary.queue_size(), " queued; ", QueuedBlocker(),
+                                             " (inspect with: servelab status ", summary.queue(0),
+                                             ")")
+                              : absl::StrCat(summary.queue(0), " runs next: servelab wait ",
+                                             summary.queue(0), " --until sent"));
   } else if (all.empty()) {
     summary.set_next_step("submit a base experiment: servelab submit -f SPEC.yaml");
   } else {

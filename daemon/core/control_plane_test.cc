@@ -30,8 +30,8 @@ class ControlPlaneTest : public ::testing::Test {
  protected:
   v1::SubmitExperimentRequest FromExample(const std::string& name) {
     v1::SubmitExperimentRequest request;
-    request.set_spec_text(servelab::testing::ReadFile(
-        servelab::testing::SourcePath("deploy/examples/" + name)));
+    request.set_spec_text(
+        servelab::testing::ReadFile(servelab::testing::SourcePath("deploy/examples/" + name)));
     request.set_spec_name(name);
     request.set_base_dir(servelab::testing::SourcePath("deploy/examples"));
     return request;
@@ -140,19 +140,30 @@ TEST_P(BadSubmitTest, IsRefusedAndNothingIsStored) {
 
 INSTANTIATE_TEST_SUITE_P(
     Inputs, BadSubmitTest,
-    ::testing::Values(
-        BadSubmit{"UnknownField", {"workload.concurency=96"}, absl::StatusCode::kInvalidArgument,
-                  "did you mean \"workload.concurrency\""},
-        BadSubmit{"WrongType", {"workload.concurrency=many"}, absl::StatusCode::kInvalidArgument,
-                  "workload.concurrency: expected an integer"},
-        BadSubmit{"ZeroRequests", {"workload.num_requests=0"}, absl::StatusCode::kInvalidArgument,
-                  "workload.num_requests: must be > 0"},
-        BadSubmit{"ZeroConcurrency", {"workload.concurrency=0"},
-                  absl::StatusCode::kInvalidArgument, "workload.concurrency: must be > 0"},
-        BadSubmit{"NegativeRate", {"workload.request_rate=-1"},
-                  absl::StatusCode::kInvalidArgument, "workload.request_rate: must be >= 0"},
-        BadSubmit{"MissingFile", {"deployment.decode.expert_layout=layouts/none.json"},
-                  absl::StatusCode::kNotFound, "deployment.decode.expert_layout.path"}),
+    ::testing::Values(BadSubmit{"UnknownField",
+                                {"workload.concurency=96"},
+                                absl::StatusCode::kInvalidArgument,
+                                "did you mean \"workload.concurrency\""},
+                      BadSubmit{"WrongType",
+                                {"workload.concurrency=many"},
+                                absl::StatusCode::kInvalidArgument,
+                                "workload.concurrency: expected an integer"},
+                      BadSubmit{"ZeroRequests",
+                                {"workload.num_requests=0"},
+                                absl::StatusCode::kInvalidArgument,
+                                "workload.num_requests: must be > 0"},
+                      BadSubmit{"ZeroConcurrency",
+                                {"workload.concurrency=0"},
+                                absl::StatusCode::kInvalidArgument,
+                                "workload.concurrency: must be > 0"},
+                      BadSubmit{"NegativeRate",
+                                {"workload.request_rate=-1"},
+                                absl::StatusCode::kInvalidArgument,
+                                "workload.request_rate: must be >= 0"},
+                      BadSubmit{"MissingFile",
+                                {"deployment.decode.expert_layout=layouts/none.json"},
+                                absl::StatusCode::kNotFound,
+                                "deployment.decode.expert_layout.path"}),
     [](const auto& info) { return info.param.name; });
 
 TEST_F(ControlPlaneTest, UnknownBaseIsNotFound) {
@@ -182,9 +193,8 @@ TEST_F(ControlPlaneTest, StoreFailureIsReturned) {
 TEST_F(ControlPlaneTest, CancelQueuedThenRefuseTwice) {
   v1::Experiment e = SubmitBase();
   std::vector<v1::ExperimentState> seen;
-  int subscription = plane_.Subscribe(e.id(), [&](const v1::Experiment& x) {
-    seen.push_back(x.state());
-  });
+  int subscription =
+      plane_.Subscribe(e.id(), [&](const v1::Experiment& x) { seen.push_back(x.state()); });
   absl::StatusOr<v1::Experiment> cancelled = plane_.Cancel(e.id());
   ASSERT_THAT(cancelled, IsOk());
   EXPECT_EQ(cancelled->state(), v1::EXPERIMENT_STATE_CANCELLED);

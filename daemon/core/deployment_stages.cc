@@ -13,10 +13,14 @@
 namespace servelab::core {
 std::string SideLabel(v1::Side side) {
   switch (side) {
-    case v1::SIDE_PREFILL: return "prefill";
-    case v1::SIDE_DECODE: return "decode";
-    case v1::SIDE_ROUTER: return "router";
-    default: return "unknown";
+    case v1::SIDE_PREFILL:
+      return "prefill";
+    case v1::SIDE_DECODE:
+      return "decode";
+    case v1::SIDE_ROUTER:
+      return "router";
+    default:
+      return "unknown";
   }
 }
 
@@ -38,14 +42,22 @@ absl::StatusOr<v1::ServingInstance> RequireInstance(Store& store, v1::Side side)
 // Runs one auxiliary load through the router and stores its records.
 absl::StatusOr<LoadOutcome> RunAuxiliaryLoad(StageEnv& env, const v1::Experiment& e,
                                              v1::Phase phase, int round, absl::Duration timeout) {
-  SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance router, RequireInstance(env.store, v1::SIDE_ROUTER));
+  SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance router,
+                            RequireInstance(env.store, v1::SIDE_ROUTER));
   SERVELAB_ASSIGN_OR_RETURN(int attempt, NextAttempt(env.store, e.id(), phase));
-  LoadJob job{.spec = &e.spec(), .phase = phase, .experiment_id = e.id(), .attempt = attempt,
+  LoadJob job{.spec = &e.spec(),
+              .phase = phase,
+              .experiment_id = e.id(),
+              .attempt = attempt,
               .url = env.engine.BaseUrl(router),
               .load_tag = absl::StrCat(e.id(), "/", PhaseLabel(phase), "/", attempt),
-              .warmup_round = round, .deadline = env.clock.Now() + timeout};
+              .warmup_round = round,
+              .deadline = env.clock.Now() + timeout};
   return env.load.Run(
-      job, [&](const std::vector<v1::RequestRecord>& records) { return env.store.AppendRequests(records); },
+      job,
+      [&](const std::vector<v1::RequestRecord>& records) {
+        return env.store.AppendRequests(records);
+      },
       [](const LoadTick&) {}, env.cancel);
 }
 
@@ -68,7 +80,8 @@ std::optional<v1::ServingInstance> InstanceFor(Store& store, v1::Side side) {
 }
 
 absl::StatusOr<int> NextAttempt(Store& store, const std::string& id, v1::Phase phase) {
-  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::RequestRecord> records, store.ListRequests(id, phase, 0));
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::RequestRecord> records,
+                            store.ListRequests(id, phase, 0));
   int attempt = 0;
   for (const v1::RequestRecord& r : records) attempt = std::max(attempt, r.attempt());
   return attempt + 1;
@@ -83,12 +96,16 @@ absl::StatusOr<Counters> LaunchSide(StageEnv& env, const v1::Experiment& e, v1::
   }
   Endpoints endpoints;
   if (side == v1::SIDE_ROUTER) {
-    SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance prefill, RequireInstance(env.store, v1::SIDE_PREFILL));
-    SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance decode, RequireInstance(env.store, v1::SIDE_DECODE));
+    SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance prefill,
+                              RequireInstance(env.store, v1::SIDE_PREFILL));
+    SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance decode,
+                              RequireInstance(env.store, v1::SIDE_DECODE));
     endpoints.prefill_port = prefill.port();
     endpoints.decode_port = decode.port();
-    for (const v1::RankProcess& r : prefill.extra_ranks()) endpoints.prefill_extra_ports.push_back(r.port());
-    for (const v1::RankProcess& r : decode.extra_ranks()) endpoints.decode_extra_ports.push_back(r.port());
+    for (const v1::RankProcess& r : prefill.extra_ranks())
+      endpoints.prefill_extra_ports.push_back(r.port());
+    for (const v1::RankProcess& r : decode.extra_ranks())
+      endpoints.decode_extra_ports.push_back(r.port());
   }
   SERVELAB_ASSIGN_OR_RETURN(LaunchCommand command,
                             env.engine.Render(e.spec(), side, endpoints, env.log_dir));
@@ -116,13 +133,14 @@ absl::StatusOr<Counters> Warmup(StageEnv& env, const v1::Experiment& e) {
   Counters counters;
   double requests = 0;
   for (int round = 0; round < warmup.rounds(); ++round) {
-    SERVELAB_ASSIGN_OR_RETURN(
-        LoadOutcome outcome,
-        RunAuxiliaryLoad(env, e, v1::PHASE_WARMUP, round,
-                         FromDuration(e.spec().limits().warmup_timeout())));
-    SERVELAB_RETURN_IF_ERROR(RequireAllCompleted(outcome, absl::StrCat("warmup round ", round + 1)));
+    SERVELAB_ASSIGN_OR_RETURN(LoadOutcome outcome,
+                              RunAuxiliaryLoad(env, e, v1::PHASE_WARMUP, round,
+                                               FromDuration(e.spec().limits().warmup_timeout())));
+    SERVELAB_RETURN_IF_ERROR(
+        RequireAllCompleted(outcome, absl::StrCat("warmup round ", round + 1)));
     requests += outcome.completed;
-    counters[absl::StrCat("round_", round + 1, "_wall_seconds")] = absl::ToDoubleSeconds(outcome.wall);
+    counters[absl::StrCat("round_", round + 1, "_wall_seconds")] =
+        absl::ToDoubleSeconds(outcome.wall);
   }
   counters["requests"] = requests;
   // The deployment is warm from now on: a later experiment reuses it.
@@ -135,13 +153,15 @@ absl::StatusOr<Counters> Warmup(StageEnv& env, const v1::Experiment& e) {
 }
 
 absl::StatusOr<Counters> RouteVerify(StageEnv& env, const v1::Experiment& e) {
-  SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance prefill, RequireInstance(env.store, v1::SIDE_PREFILL));
-  SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance decode, RequireInstance(env.store, v1::SIDE_DECODE));
+  SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance prefill,
+                            RequireInstance(env.store, v1::SIDE_PREFILL));
+  SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance decode,
+                            RequireInstance(env.store, v1::SIDE_DECODE));
   SERVELAB_ASSIGN_OR_RETURN(InstanceCounters p0, env.engine.Scrape(prefill));
   SERVELAB_ASSIGN_OR_RETURN(InstanceCounters d0, env.engine.Scrape(decode));
-  SERVELAB_ASSIGN_OR_RETURN(
-      LoadOutcome outcome,
-      RunAuxiliaryLoad(env, e, v1::PHASE_PROBE, 0, FromDuration(e.spec().limits().warmup_timeout())));
+  SERVELAB_ASSIGN_OR_RETURN(LoadOutcome outcome,
+                            RunAuxiliaryLoad(env, e, v1::PHASE_PROBE, 0,
+                                             FromDuration(e.spec().limits().warmup_timeout())));
   SERVELAB_RETURN_IF_ERROR(RequireAllCompleted(outcome, "route probe"));
   SERVELAB_ASSIGN_OR_RETURN(InstanceCounters p1, env.engine.Scrape(prefill));
   SERVELAB_ASSIGN_OR_RETURN(InstanceCounters d1, env.engine.Scrape(decode));
@@ -172,7 +192,8 @@ namespace {
 // blocks), and unlike any dataset prompt.
 std::string ResetProbePrompt(const std::string& experiment_id) {
   std::string prompt;
-  for (int i = 0; i < 24; ++i) absl::StrAppend(&prompt, "servelab cache reset probe ", experiment_id, " ");
+  for (int i = 0; i < 24; ++i)
+    absl::StrAppend(&prompt, "servelab cache reset probe ", experiment_id, " ");
   return prompt;
 }
 
@@ -234,9 +255,9 @@ absl::StatusOr<ResetOutcome> ConfirmedReset(StageEnv& env, const v1::ServingInst
       last = std::string(reset.message());
     }
     if (env.clock.Now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          SideLabel(instance.side()), " prefix cache not reset after ", attempt,
-          " attempts by limits.warmup_timeout: ", last));
+      return absl::DeadlineExceededError(
+          absl::StrCat(SideLabel(instance.side()), " prefix cache not reset after ", attempt,
+                       " attempts by limits.warmup_timeout: ", last));
     }
     env.clock.SleepFor(env.drain_poll);
   }
@@ -247,12 +268,14 @@ absl::StatusOr<ResetOutcome> ConfirmedReset(StageEnv& env, const v1::ServingInst
 absl::StatusOr<Counters> CacheReset(StageEnv& env, const v1::Experiment& e) {
   const absl::Time deadline = env.clock.Now() + FromDuration(e.spec().limits().warmup_timeout());
   const std::string probe = ResetProbePrompt(e.id());
-  SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance prefill, RequireInstance(env.store, v1::SIDE_PREFILL));
-  SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance decode, RequireInstance(env.store, v1::SIDE_DECODE));
+  SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance prefill,
+                            RequireInstance(env.store, v1::SIDE_PREFILL));
+  SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance decode,
+                            RequireInstance(env.store, v1::SIDE_DECODE));
   // The two sides reset independently, so at the same time: the stage costs
   // the slower side, not the sum.
-  auto decode_reset = std::async(std::launch::async,
-                                 [&] { return ConfirmedReset(env, decode, probe, deadline); });
+  auto decode_reset =
+      std::async(std::launch::async, [&] { return ConfirmedReset(env, decode, probe, deadline); });
   absl::StatusOr<ResetOutcome> prefill_reset = ConfirmedReset(env, prefill, probe, deadline);
   absl::StatusOr<ResetOutcome> decode_result = decode_reset.get();
   SERVELAB_RETURN_IF_ERROR(prefill_reset.status());
@@ -264,11 +287,12 @@ absl::StatusOr<Counters> CacheReset(StageEnv& env, const v1::Experiment& e) {
 }
 
 absl::StatusOr<Counters> CacheSeed(StageEnv& env, const v1::Experiment& e) {
-  SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance prefill, RequireInstance(env.store, v1::SIDE_PREFILL));
+  SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance prefill,
+                            RequireInstance(env.store, v1::SIDE_PREFILL));
   SERVELAB_ASSIGN_OR_RETURN(InstanceCounters before, env.engine.Scrape(prefill));
-  SERVELAB_ASSIGN_OR_RETURN(
-      LoadOutcome outcome,
-      RunAuxiliaryLoad(env, e, v1::PHASE_CACHE_SEED, 0, FromDuration(e.spec().limits().warmup_timeout())));
+  SERVELAB_ASSIGN_OR_RETURN(LoadOutcome outcome,
+                            RunAuxiliaryLoad(env, e, v1::PHASE_CACHE_SEED, 0,
+                                             FromDuration(e.spec().limits().warmup_timeout())));
   SERVELAB_RETURN_IF_ERROR(RequireAllCompleted(outcome, "cache seed"));
   SERVELAB_ASSIGN_OR_RETURN(InstanceCounters after, env.engine.Scrape(prefill));
   const double queries = after.prefix_cache_queries - before.prefix_cache_queries;

@@ -39,10 +39,10 @@ struct RankCommand {
 struct LaunchCommand {
   v1::Engine engine = v1::ENGINE_UNSPECIFIED;  // Which engine rendered it.
   v1::Side side = v1::SIDE_UNSPECIFIED;
-  std::vector<std::string> argv;             // argv[0] is an absolute path.
-  std::map<std::string, std::string> env;    // Added to a clean base environment.
-  int port = 0;                              // Where it will listen (loopback).
-  std::string log_path;                      // stdout+stderr go here.
+  std::vector<std::string> argv;           // argv[0] is an absolute path.
+  std::map<std::string, std::string> env;  // Added to a clean base environment.
+  int port = 0;                            // Where it will listen (loopback).
+  std::string log_path;                    // stdout+stderr go here.
   // Files Launch writes (path -> content) before it starts argv, e.g. a
   // per-instance config file that argv names. Part of what preflight shows.
   std::map<std::string, std::string> files;
@@ -64,13 +64,13 @@ struct Endpoints {
 
 // Counters scraped from an instance's /metrics (vLLM names).
 struct InstanceCounters {
-  double requests_running = 0;       // vllm:num_requests_running
-  double requests_waiting = 0;       // vllm:num_requests_waiting
-  double request_success = 0;        // vllm:request_success_total (all reasons)
-  double prompt_tokens = 0;          // vllm:prompt_tokens_total
-  double generation_tokens = 0;      // vllm:generation_tokens_total
-  double prefix_cache_queries = 0;   // vllm:prefix_cache_queries_total
-  double prefix_cache_hits = 0;      // vllm:prefix_cache_hits_total
+  double requests_running = 0;      // vllm:num_requests_running
+  double requests_waiting = 0;      // vllm:num_requests_waiting
+  double request_success = 0;       // vllm:request_success_total (all reasons)
+  double prompt_tokens = 0;         // vllm:prompt_tokens_total
+  double generation_tokens = 0;     // vllm:generation_tokens_total
+  double prefix_cache_queries = 0;  // vllm:prefix_cache_queries_total
+  double prefix_cache_hits = 0;     // vllm:prefix_cache_hits_total
   // Fraction of KV blocks in use (vllm:kv_cache_usage_perc); blocks held for
   // a KV transfer count, which is why a cache reset waits for 0.
   double kv_cache_usage = 0;

@@ -7,7 +7,8 @@ namespace servelab::core {
 std::string CommandToText(const core::LaunchCommand& command) {
   std::string text;
   for (const std::string& arg : command.argv) absl::StrAppend(&text, arg, "\n");
-  for (const auto& [name, value] : command.env) absl::StrAppend(&text, "env ", name, "=", value, "\n");
+  for (const auto& [name, value] : command.env)
+    absl::StrAppend(&text, "env ", name, "=", value, "\n");
   absl::StrAppend(&text, "port ", command.port, "\nlog ", command.log_path, "\n");
   for (const auto& [path, content] : command.files) {
     absl::StrAppend(&text, "file ", path, "\n", content);
@@ -16,7 +17,8 @@ std::string CommandToText(const core::LaunchCommand& command) {
   for (const core::RankCommand& rank : command.extra_ranks) {
     absl::StrAppend(&text, "rank ", rank.dp_rank, "\n");
     for (const std::string& arg : rank.argv) absl::StrAppend(&text, arg, "\n");
-    for (const auto& [name, value] : rank.env) absl::StrAppend(&text, "env ", name, "=", value, "\n");
+    for (const auto& [name, value] : rank.env)
+      absl::StrAppend(&text, "env ", name, "=", value, "\n");
     absl::StrAppend(&text, "port ", rank.port, "\nlog ", rank.log_path, "\n");
   }
   return text;

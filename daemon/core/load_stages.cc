@@ -25,8 +25,7 @@ absl::StatusOr<std::vector<std::string>> BusyInstances(StageEnv& env) {
     absl::StatusOr<InstanceCounters> c = env.engine.Scrape(instance);
     if (!c.ok()) {
       busy.push_back(absl::StrCat(v1::Side_Name(instance.side()), ": ", c.status().message()));
-    } else if (c->requests_running > 0 || c->requests_waiting > 0 ||
-               c->requests_in_transfer > 0) {
+    } else if (c->requests_running > 0 || c->requests_waiting > 0 || c->requests_in_transfer > 0) {
       // In transfer counts: a request between P's and D's queues has not
       // ended, though neither side reports it running or waiting.
       busy.push_back(absl::StrCat(v1::Side_Name(instance.side()), ": ", c->requests_running,
@@ -40,9 +39,9 @@ absl::StatusOr<std::vector<std::string>> BusyInstances(StageEnv& env) {
 }  // namespace
 
 absl::StatusOr<std::vector<LaunchCommand>> RenderDeployment(Engine& engine,
-                                                           const v1::ExperimentSpec& spec,
-                                                           const std::string& log_dir,
-                                                           v1::Side* failed_side) {
+                                                            const v1::ExperimentSpec& spec,
+                                                            const std::string& log_dir,
+                                                            v1::Side* failed_side) {
   std::vector<LaunchCommand> commands;
   Endpoints endpoints;
   for (v1::Side side : {v1::SIDE_PREFILL, v1::SIDE_DECODE, v1::SIDE_ROUTER}) {
@@ -120,10 +119,10 @@ absl::StatusOr<Counters> Preflight(StageEnv& env, const v1::Experiment& e) {
     counters["arrival_span_seconds"] = absl::ToDoubleSeconds(plan.arrival_span);
     const absl::Duration deadline = FromDuration(spec.limits().formal_deadline());
     if (plan.arrival_span >= deadline) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "limits.formal_deadline: ", absl::FormatDuration(deadline),
-          " cannot hold the planned load: its last request is scheduled at ",
-          absl::FormatDuration(plan.arrival_span)));
+      return absl::FailedPreconditionError(
+          absl::StrCat("limits.formal_deadline: ", absl::FormatDuration(deadline),
+                       " cannot hold the planned load: its last request is scheduled at ",
+                       absl::FormatDuration(plan.arrival_span)));
     }
     for (const auto* side : {&spec.deployment().prefill(), &spec.deployment().decode()}) {
       if (plan.max_request_tokens > side->max_model_len()) {
@@ -153,8 +152,11 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
   if (absl::StatusOr<InstanceCounters> c = env.engine.Scrape(*prefill); c.ok()) before = *c;
 
   const absl::Duration deadline = FromDuration(e.spec().limits().formal_deadline());
-  LoadJob job{.spec = &e.spec(), .phase = v1::PHASE_FORMAL, .experiment_id = e.id(),
-              .attempt = attempt, .url = env.engine.BaseUrl(*router),
+  LoadJob job{.spec = &e.spec(),
+              .phase = v1::PHASE_FORMAL,
+              .experiment_id = e.id(),
+              .attempt = attempt,
+              .url = env.engine.BaseUrl(*router),
               .load_tag = absl::StrCat(e.id(), "/formal/", attempt),
               .deadline = env.clock.Now() + deadline};
   v1::Progress progress = e.progress();
@@ -187,7 +189,8 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
     progress.set_formal_requests_failed(tick.failed);
     on_progress(progress, false);
   };
-  SERVELAB_ASSIGN_OR_RETURN(LoadOutcome outcome, env.load.Run(job, on_records, on_tick, env.cancel));
+  SERVELAB_ASSIGN_OR_RETURN(LoadOutcome outcome,
+                            env.load.Run(job, on_records, on_tick, env.cancel));
   progress.set_formal_requests_sent(outcome.sent);
   progress.set_formal_requests_completed(outcome.completed);
   progress.set_formal_requests_failed(outcome.failed);
@@ -210,9 +213,9 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
   }
   if (env.cancel.load()) return absl::CancelledError("cancelled during the formal load");
   if (outcome.not_sent > 0) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("limits.formal_deadline (", absl::FormatDuration(deadline), ") reached: ",
-                     outcome.sent, " of ", outcome.planned, " formal requests sent"));
+    return absl::DeadlineExceededError(absl::StrCat(
+        "limits.formal_deadline (", absl::FormatDuration(deadline), ") reached: ", outcome.sent,
+        " of ", outcome.planned, " formal requests sent"));
   }
   return counters;
 }

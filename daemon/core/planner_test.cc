@@ -37,14 +37,14 @@ std::map<v1::StageName, v1::PlannedStage> ByStage(const v1::Plan& plan) {
 }
 
 HotState HotFor(const v1::ExperimentSpec& spec) {
-  HotState hot{.experiment_id = "exp-1", .fingerprints = spec::ComputeFingerprints(spec),
-               .warm = true};
+  HotState hot{
+      .experiment_id = "exp-1", .fingerprints = spec::ComputeFingerprints(spec), .warm = true};
   return hot;
 }
 
 TEST(PlannerTest, NothingRunningRunsEveryStage) {
-  v1::ExperimentSpec spec = Frozen({"workload.dataset.prefix_cache_ratio=0.9",
-                                    "workload.dataset.prefix_groups=4"});
+  v1::ExperimentSpec spec =
+      Frozen({"workload.dataset.prefix_cache_ratio=0.9", "workload.dataset.prefix_groups=4"});
   v1::Plan plan = MakePlan({.spec = spec});
   ASSERT_EQ(plan.stages_size(), static_cast<int>(AllStages().size()));
   for (const v1::PlannedStage& s : plan.stages()) {
@@ -92,8 +92,8 @@ TEST(PlannerTest, DecodeDeltaRelaunchesDecodeAndRouterOnly) {
 // the plan relaunches both sides and says why.
 TEST(PlannerTest, DecodeParallelDeltaRelaunchesBothSides) {
   v1::ExperimentSpec base = Frozen({});
-  v1::ExperimentSpec next = Frozen({"deployment.decode.data_parallel=2",
-                                    "deployment.decode.devices=[1, 2]"});
+  v1::ExperimentSpec next =
+      Frozen({"deployment.decode.data_parallel=2", "deployment.decode.devices=[1, 2]"});
   auto stages = ByStage(MakePlan({.spec = next, .hot = HotFor(base)}));
   EXPECT_EQ(stages[v1::STAGE_LAUNCH_PREFILL].action(), v1::STAGE_ACTION_RUN);
   EXPECT_THAT(stages[v1::STAGE_LAUNCH_PREFILL].reason(), HasSubstr("prefill fingerprint"));
@@ -128,7 +128,7 @@ TEST(PlannerTest, PredictsPreparationFromHistoryOfStagesThatRun) {
   input.history[v1::STAGE_PREFLIGHT] = absl::Milliseconds(200);
   input.history[v1::STAGE_LAUNCH_DECODE] = absl::Seconds(60);  // Reused: not counted.
   input.history[v1::STAGE_CACHE_RESET] = absl::Milliseconds(50);
-  input.history[v1::STAGE_FORMAL_LOAD] = absl::Seconds(180);   // Not preparation.
+  input.history[v1::STAGE_FORMAL_LOAD] = absl::Seconds(180);  // Not preparation.
   v1::Plan plan = MakePlan(input);
   EXPECT_EQ(google::protobuf::util::TimeUtil::DurationToMilliseconds(plan.predicted_preparation()),
             250);

@@ -40,10 +40,14 @@ const v1::Stage* FindStage(const v1::Experiment& e, v1::StageName name) {
 
 std::string ActionLabel(v1::StageAction action) {
   switch (action) {
-    case v1::STAGE_ACTION_RUN: return "run";
-    case v1::STAGE_ACTION_REUSE: return "reuse";
-    case v1::STAGE_ACTION_SKIP: return "skip";
-    default: return "unknown";
+    case v1::STAGE_ACTION_RUN:
+      return "run";
+    case v1::STAGE_ACTION_REUSE:
+      return "reuse";
+    case v1::STAGE_ACTION_SKIP:
+      return "skip";
+    default:
+      return "unknown";
   }
 }
 
@@ -54,9 +58,12 @@ void ResetStage(v1::Stage& stage) {
 
 v1::Side SideOf(v1::StageName stage) {
   switch (stage) {
-    case v1::STAGE_LAUNCH_PREFILL: return v1::SIDE_PREFILL;
-    case v1::STAGE_LAUNCH_DECODE: return v1::SIDE_DECODE;
-    default: return v1::SIDE_ROUTER;
+    case v1::STAGE_LAUNCH_PREFILL:
+      return v1::SIDE_PREFILL;
+    case v1::STAGE_LAUNCH_DECODE:
+      return v1::SIDE_DECODE;
+    default:
+      return v1::SIDE_ROUTER;
   }
 }
 
@@ -64,7 +71,11 @@ v1::Side SideOf(v1::StageName stage) {
 
 StageRunner::StageRunner(Ledger& ledger, Engine& engine, LoadDriver& load, RunnerMetrics& metrics,
                          Options options)
-    : ledger_(ledger), engine_(engine), load_(load), metrics_(metrics), options_(std::move(options)) {}
+    : ledger_(ledger),
+      engine_(engine),
+      load_(load),
+      metrics_(metrics),
+      options_(std::move(options)) {}
 
 StageRunner::~StageRunner() { Shutdown(); }
 
@@ -89,9 +100,15 @@ StageRunner::Lane StageRunner::lane() {
 }
 
 StageEnv StageRunner::Env(std::atomic<bool>& cancel) {
-  return StageEnv{.store = ledger_.store(), .engine = engine_, .load = load_, .metrics = metrics_,
-                  .clock = ledger_.clock(), .log_dir = options_.log_dir, .cancel = cancel,
-                  .stop_grace = options_.stop_grace, .drain_poll = options_.drain_poll};
+  return StageEnv{.store = ledger_.store(),
+                  .engine = engine_,
+                  .load = load_,
+                  .metrics = metrics_,
+                  .clock = ledger_.clock(),
+                  .log_dir = options_.log_dir,
+                  .cancel = cancel,
+                  .stop_grace = options_.stop_grace,
+                  .drain_poll = options_.drain_poll};
 }
 
 std::shared_ptr<std::atomic<bool>> StageRunner::CancelFlag(const std::string& id) {
@@ -169,10 +186,10 @@ absl::StatusOr<v1::Experiment> StageRunner::Commit(const std::string& id,
     // failed write; so is an unknown id.
     if (written.ok() || refused || absl::IsNotFound(written.status())) return written;
     if (attempt >= std::max(1, options_.write_attempts)) {
-      Latch(absl::Status(written.status().code(),
-                         absl::StrCat("the ledger write of ", id, "'s ",
-                                      what.empty() ? "state" : what, " failed ", attempt,
-                                      " times: ", written.status().message())));
+      Latch(absl::Status(
+          written.status().code(),
+          absl::StrCat("the ledger write of ", id, "'s ", what.empty() ? "state" : what, " failed ",
+                       attempt, " times: ", written.status().message())));
       return LatchedError();
     }
     ledger_.clock().SleepFor(options_.write_retry_pause);
@@ -321,7 +338,8 @@ void StageRunner::RunLane(const std::string& id, absl::Time released) {
     const v1::Stage* preflight = FindStage(*e, v1::STAGE_PREFLIGHT);
     if (preflight != nullptr && preflight->has_ended_at()) {
       const absl::Time ready = std::max(FromTimestamp(preflight->ended_at()), released);
-      metrics_.ObserveQueueWait(absl::ToDoubleSeconds(std::max(ready, now) - FromTimestamp(preflight->ended_at())));
+      metrics_.ObserveQueueWait(
+          absl::ToDoubleSeconds(std::max(ready, now) - FromTimestamp(preflight->ended_at())));
       cursor = std::min(ready, now);
     }
   }
@@ -372,7 +390,7 @@ void StageRunner::RunLane(const std::string& id, absl::Time released) {
         Record(id, [&](v1::Experiment& x) -> absl::StatusOr<EventText> {
           *x.mutable_progress() = progress;
           return EventText{"progress", absl::StrCat(progress.formal_requests_sent(), "/",
-                                                     progress.formal_requests_planned(), " sent")};
+                                                    progress.formal_requests_planned(), " sent")};
         });
       };
       // The attempt is the stage's own count: a load cut off before any of
@@ -387,19 +405,29 @@ void StageRunner::RunLane(const std::string& id, absl::Time released) {
       if (!status.ok()) formal_error = status;
       continue;  // Whatever happened, the drain must be confirmed next.
     }
-    status = RunStage(id, name, [&](const v1::Experiment& x) -> absl::StatusOr<Counters> {
-      switch (name) {
-        case v1::STAGE_LAUNCH_PREFILL:
-        case v1::STAGE_LAUNCH_DECODE:
-        case v1::STAGE_LAUNCH_ROUTER: return LaunchSide(env, x, SideOf(name));
-        case v1::STAGE_WARMUP: return Warmup(env, x);
-        case v1::STAGE_ROUTE_VERIFY: return RouteVerify(env, x);
-        case v1::STAGE_CACHE_RESET: return CacheReset(env, x);
-        case v1::STAGE_CACHE_SEED: return CacheSeed(env, x);
-        case v1::STAGE_DRAIN_CONFIRM: return DrainConfirm(env, x);
-        default: return absl::InternalError("not a lane stage");
-      }
-    }, cursor);
+    status = RunStage(
+        id, name,
+        [&](const v1::Experiment& x) -> absl::StatusOr<Counters> {
+          switch (name) {
+            case v1::STAGE_LAUNCH_PREFILL:
+            case v1::STAGE_LAUNCH_DECODE:
+            case v1::STAGE_LAUNCH_ROUTER:
+              return LaunchSide(env, x, SideOf(name));
+            case v1::STAGE_WARMUP:
+              return Warmup(env, x);
+            case v1::STAGE_ROUTE_VERIFY:
+              return RouteVerify(env, x);
+            case v1::STAGE_CACHE_RESET:
+              return CacheReset(env, x);
+            case v1::STAGE_CACHE_SEED:
+              return CacheSeed(env, x);
+            case v1::STAGE_DRAIN_CONFIRM:
+              return DrainConfirm(env, x);
+            default:
+              return absl::InternalError("not a lane stage");
+          }
+        },
+        cursor);
     if (status.ok()) continue;
     if (name != v1::STAGE_DRAIN_CONFIRM) return FailExperiment(id, name, status);
     // The end of the load is unknown: keep the lane until it drains, so no
@@ -435,35 +463,40 @@ void StageRunner::RunAnalysis(const std::string& id) {
   absl::Time cursor = ledger_.clock().Now();
   if (absl::StatusOr<v1::Experiment> e = ledger_.store().GetExperiment(id); e.ok()) {
     const v1::Stage* drain = FindStage(*e, v1::STAGE_DRAIN_CONFIRM);
-    if (drain != nullptr && drain->status() == v1::STAGE_STATUS_SUCCEEDED && drain->has_ended_at() &&
-        FromTimestamp(drain->ended_at()) < cursor) {
+    if (drain != nullptr && drain->status() == v1::STAGE_STATUS_SUCCEEDED &&
+        drain->has_ended_at() && FromTimestamp(drain->ended_at()) < cursor) {
       cursor = FromTimestamp(drain->ended_at());
     }
   }
   v1::Result result;
-  absl::Status status = RunStage(id, v1::STAGE_ANALYZE, [&](const v1::Experiment& e)
-                                                            -> absl::StatusOr<Counters> {
-    SERVELAB_ASSIGN_OR_RETURN(result, AnalyzeStored(env, e));
-    return Counters{{"requests_completed", static_cast<double>(result.whole().requests_completed())},
-                    {"requests_failed", static_cast<double>(result.whole().requests_failed())}};
-  }, cursor);
+  absl::Status status = RunStage(
+      id, v1::STAGE_ANALYZE,
+      [&](const v1::Experiment& e) -> absl::StatusOr<Counters> {
+        SERVELAB_ASSIGN_OR_RETURN(result, AnalyzeStored(env, e));
+        return Counters{
+            {"requests_completed", static_cast<double>(result.whole().requests_completed())},
+            {"requests_failed", static_cast<double>(result.whole().requests_failed())}};
+      },
+      cursor);
   if (!status.ok()) return FailExperiment(id, v1::STAGE_ANALYZE, status);
   std::optional<v1::Decision> decision;
-  status = RunStage(id, v1::STAGE_DECIDE, [&](const v1::Experiment& e) -> absl::StatusOr<Counters> {
-    SERVELAB_ASSIGN_OR_RETURN(decision, DecideAgainstBaseline(env, e, result));
-    if (!decision.has_value()) return Counters{{"has_baseline", 0}};
-    return Counters{{"has_baseline", 1}, {"delta_fraction", decision->delta_fraction()}};
-  }, cursor);
+  status = RunStage(
+      id, v1::STAGE_DECIDE,
+      [&](const v1::Experiment& e) -> absl::StatusOr<Counters> {
+        SERVELAB_ASSIGN_OR_RETURN(decision, DecideAgainstBaseline(env, e, result));
+        if (!decision.has_value()) return Counters{{"has_baseline", 0}};
+        return Counters{{"has_baseline", 1}, {"delta_fraction", decision->delta_fraction()}};
+      },
+      cursor);
   if (!status.ok()) return FailExperiment(id, v1::STAGE_DECIDE, status);
   if (decision.has_value()) *result.mutable_decision() = *decision;
   Record(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
     *e.mutable_result() = result;
     e.set_state(v1::EXPERIMENT_STATE_SUCCEEDED);
     e.set_blocker("");
-    std::string verdict = decision.has_value()
-                              ? absl::StrCat("; ", decision->verdict(), " vs ",
-                                             decision->baseline_experiment_id())
-                              : "; first of its scenario";
+    std::string verdict = decision.has_value() ? absl::StrCat("; ", decision->verdict(), " vs ",
+                                                              decision->baseline_experiment_id())
+                                               : "; first of its scenario";
     return EventText{"state", absl::StrCat("running -> succeeded", verdict)};
   });
   absl::MutexLock lock(&mu_);
@@ -486,8 +519,8 @@ absl::Status StageRunner::RunStage(
         stage.clear_counters();
         e.set_state(v1::EXPERIMENT_STATE_RUNNING);
         if (IsLaneStage(name) || name >= v1::STAGE_ANALYZE) e.set_blocker("");
-        return EventText{"stage", absl::StrCat(StageLabel(name), " running (attempt ",
-                                               stage.attempt(), ")")};
+        return EventText{
+            "stage", absl::StrCat(StageLabel(name), " running (attempt ", stage.attempt(), ")")};
       }));
   absl::StatusOr<Counters> counters = body(started);
   const absl::Time end = ledger_.clock().Now();
@@ -501,16 +534,17 @@ absl::Status StageRunner::RunStage(
       stage.set_status(v1::STAGE_STATUS_FAILED);
       stage.set_error(std::string(counters.status().message()));
     }
-    return EventText{"stage", absl::StrCat(StageLabel(name), counters.ok() ? " succeeded" : " failed: ",
-                                           counters.ok() ? "" : counters.status().message())};
+    return EventText{"stage",
+                     absl::StrCat(StageLabel(name), counters.ok() ? " succeeded" : " failed: ",
+                                  counters.ok() ? "" : counters.status().message())};
   });
   metrics_.ObserveStage(StageLabel(name), "run", absl::ToDoubleSeconds(end - start));
   cursor = end;
   return counters.status();
 }
 
-absl::Status StageRunner::MarkStages(const std::string& id,
-                                     const std::vector<v1::StageName>& names, absl::Time at) {
+absl::Status StageRunner::MarkStages(const std::string& id, const std::vector<v1::StageName>& names,
+                                     absl::Time at) {
   if (names.empty()) return absl::OkStatus();
   std::vector<std::pair<std::string, v1::StageStatus>> marked;
   absl::Status result =
@@ -526,9 +560,9 @@ absl::Status StageRunner::MarkStages(const std::string& id,
           *stage.mutable_started_at() = ToTimestamp(at);
           *stage.mutable_ended_at() = ToTimestamp(at);
           marked.emplace_back(StageLabel(name), status);
-          absl::StrAppend(&detail, detail.empty() ? "" : "; ", StageLabel(name),
-                          status == v1::STAGE_STATUS_REUSED ? " reused: " : " skipped: ",
-                          stage.reason());
+          absl::StrAppend(
+              &detail, detail.empty() ? "" : "; ", StageLabel(name),
+              status == v1::STAGE_STATUS_REUSED ? " reused: " : " skipped: ", stage.reason());
         }
         return EventText{"stage", detail};
       }).status();
@@ -577,34 +611,39 @@ void StageRunner::SetBlocker(const std::string& id, const std::string& blocker) 
 
 absl::Status StageRunner::Replan(const std::string& id) {
   SERVELAB_ASSIGN_OR_RETURN(std::optional<HotState> hot, ReadHotState(ledger_.store()));
-  return Commit(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
-    // The plan made at submit compared with what ran then; the lane compares
-    // with what runs now (an experiment ahead in the queue may have changed it).
-    v1::Plan plan = MakePlan({.spec = e.spec(), .hot = hot});
-    std::string changed;
-    for (const v1::PlannedStage& planned : plan.stages()) {
-      if (!IsLaneStage(planned.stage())) continue;
-      v1::Stage& stage = *FindStage(e, planned.stage());
-      bool stale_launch = false;
-      if (planned.stage() <= v1::STAGE_LAUNCH_ROUTER && Done(stage.status())) {
-        const v1::Side side = SideOf(planned.stage());
-        stale_launch = !hot.has_value() ||
-                       FingerprintOf(hot->fingerprints, side) != FingerprintOf(plan.fingerprints(), side);
-      }
-      if (Done(stage.status()) && !stale_launch) continue;
-      if (stale_launch) ResetStage(stage);
-      if (stage.action() != planned.action()) {
-        absl::StrAppend(&changed, changed.empty() ? "" : ", ", StageLabel(planned.stage()), " ",
-                        ActionLabel(stage.action()), " -> ", ActionLabel(planned.action()));
-      }
-      stage.set_action(planned.action());
-      stage.set_reason(planned.reason());
-    }
-    *plan.mutable_predicted_preparation() = e.plan().predicted_preparation();
-    *e.mutable_plan() = plan;
-    return EventText{"plan", changed.empty() ? "lane plan unchanged since submit"
-                                             : absl::StrCat("re-planned at lane start: ", changed)};
-  }).status();
+  return Commit(
+             id,
+             [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+               // The plan made at submit compared with what ran then; the lane compares
+               // with what runs now (an experiment ahead in the queue may have changed it).
+               v1::Plan plan = MakePlan({.spec = e.spec(), .hot = hot});
+               std::string changed;
+               for (const v1::PlannedStage& planned : plan.stages()) {
+                 if (!IsLaneStage(planned.stage())) continue;
+                 v1::Stage& stage = *FindStage(e, planned.stage());
+                 bool stale_launch = false;
+                 if (planned.stage() <= v1::STAGE_LAUNCH_ROUTER && Done(stage.status())) {
+                   const v1::Side side = SideOf(planned.stage());
+                   stale_launch = !hot.has_value() || FingerprintOf(hot->fingerprints, side) !=
+                                                          FingerprintOf(plan.fingerprints(), side);
+                 }
+                 if (Done(stage.status()) && !stale_launch) continue;
+                 if (stale_launch) ResetStage(stage);
+                 if (stage.action() != planned.action()) {
+                   absl::StrAppend(&changed, changed.empty() ? "" : ", ",
+                                   StageLabel(planned.stage()), " ", ActionLabel(stage.action()),
+                                   " -> ", ActionLabel(planned.action()));
+                 }
+                 stage.set_action(planned.action());
+                 stage.set_reason(planned.reason());
+               }
+               *plan.mutable_predicted_preparation() = e.plan().predicted_preparation();
+               *e.mutable_plan() = plan;
+               return EventText{"plan", changed.empty()
+                                            ? "lane plan unchanged since submit"
+                                            : absl::StrCat("re-planned at lane start: ", changed)};
+             })
+      .status();
 }
 
 absl::Status StageRunner::Recover() {

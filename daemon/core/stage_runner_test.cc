@@ -22,8 +22,8 @@ namespace {
 
 using servelab::testing::IsOk;
 using servelab::testing::StatusIs;
-using ::testing::HasSubstr;
 using ::testing::AllOf;
+using ::testing::HasSubstr;
 
 // Serving instances that exist only as counters; a formal request moves
 // prefill prompt tokens and decode generation tokens like a real P/D pair.
@@ -43,7 +43,9 @@ class FakeEngine : public Engine {
     launches[command.side]++;
     return instance;
   }
-  absl::Status WaitReady(const v1::ServingInstance&, absl::Time) override { return absl::OkStatus(); }
+  absl::Status WaitReady(const v1::ServingInstance&, absl::Time) override {
+    return absl::OkStatus();
+  }
   bool Alive(const v1::ServingInstance& instance) override {
     absl::MutexLock lock(&mu);
     return alive.count(instance.pid()) > 0;
@@ -158,7 +160,8 @@ class FakeLoad : public LoadDriver {
       interval = formal_interval_;
       after = after_formal_;
       if (hold_formal_ && !hold_until_cancelled_) {
-        mu.Await(absl::Condition(+[](bool* held) { return !*held; }, &hold_formal_));
+        mu.Await(absl::Condition(
+            +[](bool* held) { return !*held; }, &hold_formal_));
       }
     }
     while (job.phase == v1::PHASE_FORMAL && HeldUntilCancelled()) {
@@ -206,9 +209,13 @@ class FakeLoad : public LoadDriver {
     if (absl::Status s = on_records(records); !s.ok()) return s;
     on_tick(LoadTick{n, n, 0});
     if (after) after();
-    return LoadOutcome{.planned = planned, .sent = n, .completed = n, .not_sent = planned - n,
+    return LoadOutcome{.planned = planned,
+                       .sent = n,
+                       .completed = n,
+                       .not_sent = planned - n,
                        .wall = absl::Milliseconds(10),
-                       .summed_latency = absl::Milliseconds(10 * n), .all_ended = true};
+                       .summed_latency = absl::Milliseconds(10 * n),
+                       .all_ended = true};
   }
 
   int64_t SentIn(v1::Phase phase) {
@@ -220,10 +227,14 @@ class FakeLoad : public LoadDriver {
   int64_t Count(const LoadJob& job) {
     const v1::ExperimentSpec& spec = *job.spec;
     switch (job.phase) {
-      case v1::PHASE_FORMAL: return spec.workload().num_requests();
-      case v1::PHASE_WARMUP: return spec.deployment().warmup().requests();
-      case v1::PHASE_CACHE_SEED: return spec.workload().dataset().prefix_groups();
-      default: return 1;
+      case v1::PHASE_FORMAL:
+        return spec.workload().num_requests();
+      case v1::PHASE_WARMUP:
+        return spec.deployment().warmup().requests();
+      case v1::PHASE_CACHE_SEED:
+        return spec.workload().dataset().prefix_groups();
+      default:
+        return 1;
     }
   }
 
@@ -305,12 +316,11 @@ workload:
   FakeLoad load_{engine_, clock_};
   NullRunnerMetrics metrics_;
   std::atomic<int> latched_calls_{0};
-  StageRunner runner_{plane_.ledger(), engine_, load_, metrics_,
-                      StageRunner::Options{.log_dir = "/tmp",
-                                           .drain_poll = absl::Milliseconds(1),
-                                           .on_latched_error = [this](const absl::Status&) {
-                                             ++latched_calls_;
-                                           }}};
+  StageRunner runner_{
+      plane_.ledger(), engine_, load_, metrics_,
+      StageRunner::Options{.log_dir = "/tmp",
+                           .drain_poll = absl::Milliseconds(1),
+                           .on_latched_error = [this](const absl::Status&) { ++latched_calls_; }}};
 };
 
 TEST_F(StageRunnerTest, BaseExperimentRunsEveryStage) {
@@ -455,8 +465,15 @@ class StageBodyTest : public StageRunnerTest {
   }
 
   StageEnv Env() {
-    return StageEnv{store_, engine_, load_, metrics_, clock_, "/tmp", cancel_,
-                    absl::Milliseconds(10), absl::Milliseconds(1)};
+    return StageEnv{store_,
+                    engine_,
+                    load_,
+                    metrics_,
+                    clock_,
+                    "/tmp",
+                    cancel_,
+                    absl::Milliseconds(10),
+                    absl::Milliseconds(1)};
   }
 
   std::atomic<bool> cancel_{false};
@@ -471,8 +488,8 @@ TEST_F(StageBodyTest, RouteVerifyNeedsBothSidesOwnRequestCounters) {
   EXPECT_EQ(ok->at("decode_requests_delta"), 1);
   // Tokens moved on both sides, but D never counted a request of its own.
   engine_.decode_drops_requests = true;
-  EXPECT_THAT(RouteVerify(env, e_), StatusIs(absl::StatusCode::kFailedPrecondition,
-                                             HasSubstr("decode by 0 requests")));
+  EXPECT_THAT(RouteVerify(env, e_),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("decode by 0 requests")));
 }
 
 TEST_F(StageBodyTest, CacheResetIsConfirmedByAProbeThatNoLongerHits) {
@@ -498,10 +515,9 @@ TEST_F(StageBodyTest, CacheResetRetriesWhileTheEngineIsBusy) {
 TEST_F(StageBodyTest, CacheResetNeverConfirmedFailsAtTheDeadline) {
   StageEnv env = Env();
   engine_.refuse_resets[v1::SIDE_PREFILL] = 1 << 30;
-  EXPECT_THAT(CacheReset(env, e_),
-              StatusIs(absl::StatusCode::kDeadlineExceeded,
-                       AllOf(HasSubstr("prefill prefix cache not reset"),
-                             HasSubstr("still hit 32 tokens"))));
+  EXPECT_THAT(CacheReset(env, e_), StatusIs(absl::StatusCode::kDeadlineExceeded,
+                                            AllOf(HasSubstr("prefill prefix cache not reset"),
+                                                  HasSubstr("still hit 32 tokens"))));
 }
 
 TEST_F(StageBodyTest, CacheResetWaitsForKvBlocksToBeReleased) {
@@ -510,8 +526,8 @@ TEST_F(StageBodyTest, CacheResetWaitsForKvBlocksToBeReleased) {
     absl::MutexLock lock(&engine_.mu);
     engine_.counters[v1::SIDE_PREFILL].kv_cache_usage = 0.25;  // A NIXL lease.
   }
-  EXPECT_THAT(CacheReset(env, e_), StatusIs(absl::StatusCode::kDeadlineExceeded,
-                                            HasSubstr("KV usage 0.25")));
+  EXPECT_THAT(CacheReset(env, e_),
+              StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("KV usage 0.25")));
   EXPECT_EQ(engine_.reset_calls[v1::SIDE_PREFILL], 0);  // Never reset while leased.
   // The lease ends 50 ms (of the clock) after the next reset starts.
   const absl::Time released = clock_.Now() + absl::Milliseconds(50);
@@ -530,15 +546,14 @@ TEST_F(StageBodyTest, DrainCountsRequestsBetweenThePdQueues) {
     // Neither running nor waiting, but still in SGLang's transfer queue.
     engine_.counters[v1::SIDE_DECODE].requests_in_transfer = 2;
   }
-  EXPECT_THAT(DrainConfirm(env, e_), StatusIs(absl::StatusCode::kFailedPrecondition,
-                                              HasSubstr("2 in transfer")));
+  EXPECT_THAT(DrainConfirm(env, e_),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("2 in transfer")));
   {
     absl::MutexLock lock(&engine_.mu);
     engine_.counters[v1::SIDE_DECODE].requests_in_transfer = 0;
   }
   EXPECT_THAT(DrainConfirm(env, e_), IsOk());
 }
-
 
 TEST_F(StageBodyTest, FormalDeadlineFiresOnTheClock) {
   v1::Experiment e = Submit("", {"limits.formal_deadline=1s"});
@@ -570,10 +585,9 @@ TEST_F(StageBodyTest, CacheResetDeadlineFiresOnTheClock) {
   StageEnv env = Env();
   engine_.busy_resets[v1::SIDE_DECODE] = 1 << 30;  // Never accepted.
   const absl::Time start = clock_.Now();
-  EXPECT_THAT(CacheReset(env, e_),
-              StatusIs(absl::StatusCode::kDeadlineExceeded,
-                       AllOf(HasSubstr("decode prefix cache not reset"),
-                             HasSubstr("by limits.warmup_timeout"))));
+  EXPECT_THAT(CacheReset(env, e_), StatusIs(absl::StatusCode::kDeadlineExceeded,
+                                            AllOf(HasSubstr("decode prefix cache not reset"),
+                                                  HasSubstr("by limits.warmup_timeout"))));
   // limits.warmup_timeout=300ms; both sides' polls move the one clock.
   EXPECT_GE(clock_.Now() - start, absl::Milliseconds(300));
 }
@@ -635,8 +649,8 @@ TEST_F(StageRunnerTest, CancelDuringTheFormalLoadDrainsThenCancels) {
   load_.HoldFormal(/*until_cancelled=*/true);
   runner_.Start();
   const std::string id = Submit("", {}).id();
-  ASSERT_TRUE(servelab::testing::WaitFor([&] { return load_.formal_started() == 1; },
-                                         absl::Seconds(20)));
+  ASSERT_TRUE(
+      servelab::testing::WaitFor([&] { return load_.formal_started() == 1; }, absl::Seconds(20)));
   absl::StatusOr<v1::Experiment> reply = plane_.Cancel(id);
   ASSERT_THAT(reply, IsOk());
   v1::Experiment e = WaitFinal(id);
@@ -647,8 +661,8 @@ TEST_F(StageRunnerTest, CancelDuringTheFormalLoadDrainsThenCancels) {
   // The drain is confirmed before the lane is released, cancel or not.
   EXPECT_EQ(StageOf(e, v1::STAGE_DRAIN_CONFIRM).status(), v1::STAGE_STATUS_SUCCEEDED);
   EXPECT_EQ(StageOf(e, v1::STAGE_ANALYZE).status(), v1::STAGE_STATUS_PENDING);
-  EXPECT_THAT(plane_.Cancel(id), StatusIs(absl::StatusCode::kFailedPrecondition,
-                                          HasSubstr("already cancelled")));
+  EXPECT_THAT(plane_.Cancel(id),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("already cancelled")));
 }
 
 TEST_F(StageRunnerTest, LoadEndUnknownHoldsTheLaneUntilTheInstancesDrain) {
@@ -715,8 +729,7 @@ struct WriteSite {
 
 void PrintTo(const WriteSite& site, std::ostream* os) { *os << site.name; }
 
-class LatchedWriteTest : public StageRunnerTest,
-                         public ::testing::WithParamInterface<WriteSite> {};
+class LatchedWriteTest : public StageRunnerTest, public ::testing::WithParamInterface<WriteSite> {};
 
 TEST_P(LatchedWriteTest, AWriteThatKeepsFailingIsLatched) {
   const WriteSite& site = GetParam();
@@ -771,8 +784,8 @@ TEST_P(LatchedWriteTest, AWriteThatKeepsFailingIsLatched) {
       break;
     }
   }
-  ASSERT_TRUE(servelab::testing::WaitFor([&] { return !runner_.LatchedError().ok(); },
-                                         absl::Seconds(20)))
+  ASSERT_TRUE(
+      servelab::testing::WaitFor([&] { return !runner_.LatchedError().ok(); }, absl::Seconds(20)))
       << plane_.Get(id)->DebugString();
   load_.ReleaseFormal();
 
@@ -795,8 +808,8 @@ TEST_P(LatchedWriteTest, AWriteThatKeepsFailingIsLatched) {
                              HasSubstr("restart servelabd"))));
   v1::ResumeExperimentRequest resume;
   resume.set_id(id);
-  EXPECT_THAT(plane_.Resume(resume), StatusIs(absl::StatusCode::kFailedPrecondition,
-                                              HasSubstr("database is locked")));
+  EXPECT_THAT(plane_.Resume(resume),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("database is locked")));
   submit.set_validate_only(true);
   EXPECT_THAT(plane_.Submit(submit), IsOk());
   absl::StatusOr<v1::Summary> summary = plane_.Summary();
@@ -808,24 +821,28 @@ TEST_P(LatchedWriteTest, AWriteThatKeepsFailingIsLatched) {
 INSTANTIATE_TEST_SUITE_P(
     EveryCallSite, LatchedWriteTest,
     ::testing::Values(
-        WriteSite{"QueuedToRunning", {.kind = "state", .detail = "queued -> running"},
+        WriteSite{"QueuedToRunning",
+                  {.kind = "state", .detail = "queued -> running"},
                   WriteSite::Path::kBase},
-        WriteSite{"StageRunning", {.kind = "stage", .detail = "warmup running"},
+        WriteSite{
+            "StageRunning", {.kind = "stage", .detail = "warmup running"}, WriteSite::Path::kBase},
+        WriteSite{"StageSucceeded",
+                  {.kind = "stage", .detail = "cache_seed succeeded"},
                   WriteSite::Path::kBase},
-        WriteSite{"StageSucceeded", {.kind = "stage", .detail = "cache_seed succeeded"},
-                  WriteSite::Path::kBase},
-        WriteSite{"StageFailed", {.kind = "stage", .detail = "preflight failed"},
+        WriteSite{"StageFailed",
+                  {.kind = "stage", .detail = "preflight failed"},
                   WriteSite::Path::kFailingBase},
         WriteSite{"ExperimentFailed", {.kind = "failed"}, WriteSite::Path::kFailingBase},
         WriteSite{"Replan", {.kind = "plan"}, WriteSite::Path::kBase},
         WriteSite{"Progress", {.kind = "progress"}, WriteSite::Path::kBase},
-        WriteSite{"Succeeded", {.kind = "state", .detail = "running -> succeeded"},
+        WriteSite{"Succeeded",
+                  {.kind = "state", .detail = "running -> succeeded"},
                   WriteSite::Path::kBase},
-        WriteSite{"ReusedStages", {.kind = "stage", .detail = "reused"},
-                  WriteSite::Path::kDelta},
-        WriteSite{"SkippedStages", {.kind = "stage", .detail = "skipped"},
-                  WriteSite::Path::kReanalysis},
-        WriteSite{"Blocker", {.kind = "blocker", .detail = "waiting for the accelerator lane"},
+        WriteSite{"ReusedStages", {.kind = "stage", .detail = "reused"}, WriteSite::Path::kDelta},
+        WriteSite{
+            "SkippedStages", {.kind = "stage", .detail = "skipped"}, WriteSite::Path::kReanalysis},
+        WriteSite{"Blocker",
+                  {.kind = "blocker", .detail = "waiting for the accelerator lane"},
                   WriteSite::Path::kBehindBusyLane},
         WriteSite{"Cancelled", {.kind = "cancelled"}, WriteSite::Path::kCancelled},
         WriteSite{"Recovered", {.kind = "recovered"}, WriteSite::Path::kRecovered}),

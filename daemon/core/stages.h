@@ -43,9 +43,9 @@ struct StageEnv {
 // Renders prefill, decode and router (against the sides' ports) with the
 // code Launch uses. On error `failed_side` names the side that failed.
 absl::StatusOr<std::vector<LaunchCommand>> RenderDeployment(Engine& engine,
-                                                           const v1::ExperimentSpec& spec,
-                                                           const std::string& log_dir,
-                                                           v1::Side* failed_side);
+                                                            const v1::ExperimentSpec& spec,
+                                                            const std::string& log_dir,
+                                                            v1::Side* failed_side);
 // The same, as `servelab plan` shows it: one entry per side rendered, or
 // one entry with the error of the first side that cannot be.
 std::vector<v1::RenderedCommand> RenderForPlan(Engine& engine, const v1::ExperimentSpec& spec,

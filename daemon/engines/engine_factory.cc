@@ -24,9 +24,9 @@ absl::StatusOr<std::unique_ptr<core::Engine>> MakeEngine(v1::Engine kind,
     case v1::ENGINE_COMMAND:
       return std::unique_ptr<core::Engine>(std::make_unique<CommandEngine>());
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("deployment.engine: no engine for ", v1::Engine_Name(kind),
-                       " (sim, vllm, vllm_ascend, sglang, command)"));
+      return absl::InvalidArgumentError(absl::StrCat("deployment.engine: no engine for ",
+                                                     v1::Engine_Name(kind),
+                                                     " (sim, vllm, vllm_ascend, sglang, command)"));
   }
 }
 

@@ -20,8 +20,7 @@ absl::StatusOr<core::Engine*> EngineSet::For(v1::Engine kind) {
   return engine.get();
 }
 
-absl::StatusOr<core::LaunchCommand> EngineSet::Render(const v1::ExperimentSpec& spec,
-                                                      v1::Side side,
+absl::StatusOr<core::LaunchCommand> EngineSet::Render(const v1::ExperimentSpec& spec, v1::Side side,
                                                       const core::Endpoints& endpoints,
                                                       const std::string& log_dir) {
   SERVELAB_ASSIGN_OR_RETURN(core::Engine * engine, For(spec.deployment().engine()));

@@ -25,9 +25,10 @@ absl::Status CheckRenderedFlags(std::string_view tool, const v1::ExperimentSpec&
   std::vector<std::string> args(argv.begin() + std::min(skip, argv.size()), argv.end());
   absl::StatusOr<ParsedArgs> parsed = ParseFlags(**table, args);
   if (!parsed.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        parsed.status().message(), " (rendered from the spec: check deployment.*.extra_args, "
-        "deployment.router.extra_args and deployment.engine_version)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(parsed.status().message(),
+                     " (rendered from the spec: check deployment.*.extra_args, "
+                     "deployment.router.extra_args and deployment.engine_version)"));
   }
   return absl::OkStatus();
 }

@@ -6,9 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/json_quote.h"
 #include "daemon/engines/http_probe.h"
 #include "daemon/engines/process_launcher.h"
-#include "common/json_quote.h"
 #include "daemon/engines/render_common.h"
 
 namespace servelab::engines {
@@ -34,7 +34,8 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
     }
   }
   std::filesystem::rename(tmp, path, ec);
-  if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot write ", path, ": ", ec.message()));
+  if (ec)
+    return absl::FailedPreconditionError(absl::StrCat("cannot write ", path, ": ", ec.message()));
   return absl::OkStatus();
 }
 
@@ -49,8 +50,8 @@ struct Process {
 };
 
 std::vector<Process> ProcessesOf(const v1::ServingInstance& instance) {
-  std::vector<Process> all = {{0, instance.pid(), instance.process_start_ticks(), instance.port(),
-                               instance.log_path()}};
+  std::vector<Process> all = {
+      {0, instance.pid(), instance.process_start_ticks(), instance.port(), instance.log_path()}};
   for (const v1::RankProcess& r : instance.extra_ranks()) {
     all.push_back({r.dp_rank(), r.pid(), r.process_start_ticks(), r.port(), r.log_path()});
   }
@@ -58,10 +59,10 @@ std::vector<Process> ProcessesOf(const v1::ServingInstance& instance) {
 }
 
 std::string Describe(const v1::ServingInstance& instance, const Process& p) {
-  return absl::StrCat(SideName(instance.side()), instance.extra_ranks_size() > 0
-                                                      ? absl::StrCat(" rank ", p.dp_rank)
-                                                      : std::string(),
-                      " instance (pid ", p.pid, ", port ", p.port, ")");
+  return absl::StrCat(
+      SideName(instance.side()),
+      instance.extra_ranks_size() > 0 ? absl::StrCat(" rank ", p.dp_rank) : std::string(),
+      " instance (pid ", p.pid, ", port ", p.port, ")");
 }
 
 std::string Describe(const v1::ServingInstance& instance) {
@@ -78,9 +79,12 @@ ServingProtocol VllmProtocol() {
   p.router_health_paths = {"/health", "/healthcheck"};
   // vllm/v1/metrics/loggers.py (PrometheusStatLogger). KV usage was
   // vllm:gpu_cache_usage_perc before it became vllm:kv_cache_usage_perc.
-  p.counters = {"vllm:num_requests_running",   "vllm:num_requests_waiting",
-                "vllm:request_success_total",  "vllm:prompt_tokens_total",
-                "vllm:generation_tokens_total", "vllm:prefix_cache_queries_total",
+  p.counters = {"vllm:num_requests_running",
+                "vllm:num_requests_waiting",
+                "vllm:request_success_total",
+                "vllm:prompt_tokens_total",
+                "vllm:generation_tokens_total",
+                "vllm:prefix_cache_queries_total",
                 "vllm:prefix_cache_hits_total",
                 {"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"},
                 {}};
@@ -227,7 +231,8 @@ absl::Status ProcessEngine::Stop(const v1::ServingInstance& instance, absl::Dura
 absl::StatusOr<core::InstanceCounters> ProcessEngine::Scrape(const v1::ServingInstance& instance) {
   core::InstanceCounters total;
   for (const Process& p : ProcessesOf(instance)) {
-    absl::StatusOr<HttpResponse> r = HttpGet(p.port, protocol_.metrics_path, protocol_.probe_timeout);
+    absl::StatusOr<HttpResponse> r =
+        HttpGet(p.port, protocol_.metrics_path, protocol_.probe_timeout);
     if (!r.ok()) return r.status();
     if (r->status != 200) {
       return absl::UnavailableError(absl::StrCat(Describe(instance, p), ": GET ",
@@ -280,8 +285,7 @@ absl::Status ProcessEngine::SendProbeRequest(const v1::ServingInstance& instance
   if (!instance.served_model().empty()) {
     absl::StrAppend(&body, "\"model\":", JsonQuote(instance.served_model()), ",");
   }
-  absl::StrAppend(&body, "\"prompt\":", JsonQuote(prompt),
-                  ",\"max_tokens\":1,\"stream\":false}");
+  absl::StrAppend(&body, "\"prompt\":", JsonQuote(prompt), ",\"max_tokens\":1,\"stream\":false}");
   for (const Process& p : ProcessesOf(instance)) {
     absl::StatusOr<HttpResponse> r =
         HttpPost(p.port, "/v1/completions", body, protocol_.probe_timeout);

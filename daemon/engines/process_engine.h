@@ -61,8 +61,7 @@ ServingProtocol VllmProtocol();
 // SGLang's: /flush_cache, sglang:* metrics (needs --enable-metrics).
 ServingProtocol SglangProtocol();
 
-core::InstanceCounters CountersFromSamples(const MetricSamples& samples,
-                                           const CounterNames& names);
+core::InstanceCounters CountersFromSamples(const MetricSamples& samples, const CounterNames& names);
 
 class ProcessEngine : public core::Engine {
  public:

@@ -92,9 +92,9 @@ absl::StatusOr<int> UpstreamPort(const v1::ExperimentSpec& spec, v1::Side upstre
                                         : spec.deployment().decode().port();
   }
   if (port == 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the router needs the ", SideName(upstream), " port: render ", SideName(upstream),
-        " first and pass its port in Endpoints"));
+    return absl::FailedPreconditionError(absl::StrCat("the router needs the ", SideName(upstream),
+                                                      " port: render ", SideName(upstream),
+                                                      " first and pass its port in Endpoints"));
   }
   return port;
 }

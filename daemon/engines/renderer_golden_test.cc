@@ -3,10 +3,10 @@
 // Regenerate after an intended change with
 //   SERVELAB_UPDATE_GOLDEN=1 ctest --test-dir BUILD -R RendererGolden
 // and review the diff.
-#include <cstdlib>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -30,49 +30,76 @@ constexpr char kLogDir[] = "/state/logs/exp-1";
 // A P/D MoE deployment in the shape of docs/design.md §1 (8 + 8 cards).
 v1::ExperimentSpec PdSpec(v1::Engine engine) {
   v1::ExperimentSpec spec;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
-    scenario: "128k-cache90"
-    deployment {
-      prefill {
-        model: "/models/moe"
-        devices: [0, 1, 2, 3, 4, 5, 6, 7]
-        data_parallel: 2
-        tensor_parallel: 4
-        expert_parallel: 8
-        max_num_batched_tokens: 16384
-        max_num_seqs: 64
-        max_model_len: 163840
-        extra_args: ["--trust-remote-code"]
-        env { key: "UCX_TLS" value: "all" }
-        command_argv: ["/opt/serve/bin/serve", "--model={deployment.prefill.model}",
-                       "--role", "{side}", "--port", "{port}", "--devices",
-                       "{deployment.prefill.devices}", "--chunk",
-                       "{deployment.prefill.max_num_batched_tokens}",
-                       "--scenario", "{scenario}", "--json={{\"a\":1}}"]
-      }
-      decode {
-        model: "/models/moe"
-        devices: [8, 9, 10, 11, 12, 13, 14, 15]
-        data_parallel: 8
-        tensor_parallel: 1
-        expert_parallel: 8
-        max_num_seqs: 128
-        max_model_len: 163840
-        command_argv: ["/opt/serve/bin/serve", "--model", "{deployment.decode.model}",
-                       "--port", "{port}", "--layout",
-                       "{deployment.decode.expert_layout.path}",
-                       "--layout-sha", "{deployment.decode.expert_layout.sha256}",
-                       "--prefill", "{prefill_url}"]
-        env { key: "LOG_DIR" value: "{log_dir}/decode" }
-      }
-      router {
-        extra_args: ["--verbose"]
-        command_argv: ["/opt/serve/bin/router", "--listen", "{port}", "--p", "{prefill_url}",
-                       "--d", "{decode_url}"]
-      }
-    }
-    limits { formal_deadline { seconds: 1800 } }
-  )pb", &spec));
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        scenario: "128k-cache90"
+        deployment {
+          prefill {
+            model: "/models/moe"
+            devices: [ 0, 1, 2, 3, 4, 5, 6, 7 ]
+            data_parallel: 2
+            tensor_parallel: 4
+            expert_parallel: 8
+            max_num_batched_tokens: 16384
+            max_num_seqs: 64
+            max_model_len: 163840
+            extra_args: [ "--trust-remote-code" ]
+            env { key: "UCX_TLS" value: "all" }
+            command_argv: [
+              "/opt/serve/bin/serve",
+              "--model={deployment.prefill.model}",
+              "--role",
+              "{side}",
+              "--port",
+              "{port}",
+              "--devices",
+              "{deployment.prefill.devices}",
+              "--chunk",
+              "{deployment.prefill.max_num_batched_tokens}",
+              "--scenario",
+              "{scenario}",
+              "--json={{\"a\":1}}"
+            ]
+          }
+          decode {
+            model: "/models/moe"
+            devices: [ 8, 9, 10, 11, 12, 13, 14, 15 ]
+            data_parallel: 8
+            tensor_parallel: 1
+            expert_parallel: 8
+            max_num_seqs: 128
+            max_model_len: 163840
+            command_argv: [
+              "/opt/serve/bin/serve",
+              "--model",
+              "{deployment.decode.model}",
+              "--port",
+              "{port}",
+              "--layout",
+              "{deployment.decode.expert_layout.path}",
+              "--layout-sha",
+              "{deployment.decode.expert_layout.sha256}",
+              "--prefill",
+              "{prefill_url}"
+            ]
+            env { key: "LOG_DIR" value: "{log_dir}/decode" }
+          }
+          router {
+            extra_args: [ "--verbose" ]
+            command_argv: [
+              "/opt/serve/bin/router",
+              "--listen",
+              "{port}",
+              "--p",
+              "{prefill_url}",
+              "--d",
+              "{decode_url}"
+            ]
+          }
+        }
+        limits { formal_deadline { seconds: 1800 } }
+      )pb",
+      &spec));
   spec.mutable_deployment()->set_engine(engine);
   if (engine == v1::ENGINE_COMMAND || engine == v1::ENGINE_SGLANG) {
     spec.mutable_deployment()->mutable_decode()->mutable_expert_layout()->set_path(
@@ -199,8 +226,7 @@ TEST(RendererGoldenTest, VllmAscendMooncakeNamesBothSides) {
   ASSERT_THAT(before, IsOk());
   ASSERT_THAT(after, IsOk());
   EXPECT_NE(before->argv, after->argv);
-  EXPECT_THAT(absl::StrJoin(after->argv, " "),
-              HasSubstr(R"("decode":{"dp_size":4,"tp_size":1})"));
+  EXPECT_THAT(absl::StrJoin(after->argv, " "), HasSubstr(R"("decode":{"dp_size":4,"tp_size":1})"));
 }
 
 TEST(RendererGoldenTest, VllmAscendExternalDpSplitsDevicesAndPorts) {
@@ -234,8 +260,7 @@ TEST(RendererGoldenTest, FlagsTheEngineLacksFailRender) {
   spec = PdSpec(v1::ENGINE_VLLM);
   spec.mutable_deployment()->set_engine_version("0.0.1");
   EXPECT_THAT(RenderVllm(spec, v1::SIDE_PREFILL, kEndpoints, kLogDir, TestVllmOptions(), kCuda),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("deployment.engine_version")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("deployment.engine_version")));
 }
 
 TEST(RendererGoldenTest, ProgramsInTheSpecWinOverDaemonFlags) {
@@ -268,25 +293,24 @@ TEST(RendererGoldenTest, VllmRouterFromCommandArgv) {
   absl::StatusOr<core::LaunchCommand> c =
       RenderVllm(spec, v1::SIDE_ROUTER, kEndpoints, kLogDir, VllmOptions{}, kCuda);
   ASSERT_THAT(c, IsOk());
-  EXPECT_EQ(c->argv, (std::vector<std::string>{"/usr/bin/python3", "/opt/proxy.py",
-                                               "--port=8000", "--decoder-ports=8200",
-                                               "--verbose"}));
+  EXPECT_EQ(c->argv, (std::vector<std::string>{"/usr/bin/python3", "/opt/proxy.py", "--port=8000",
+                                               "--decoder-ports=8200", "--verbose"}));
 }
 
 TEST(RendererGoldenTest, VllmRejectsWhatItCannotExpress) {
   v1::ExperimentSpec spec = PdSpec(v1::ENGINE_VLLM);
-  EXPECT_THAT(RenderVllm(spec, v1::SIDE_ROUTER, kEndpoints, kLogDir, VllmOptions{}, kCuda),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("deployment.programs.proxy_script")));
+  EXPECT_THAT(
+      RenderVllm(spec, v1::SIDE_ROUTER, kEndpoints, kLogDir, VllmOptions{}, kCuda),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("deployment.programs.proxy_script")));
   spec.mutable_deployment()->mutable_decode()->set_expert_parallel(4);
-  EXPECT_THAT(RenderVllm(spec, v1::SIDE_DECODE, kEndpoints, kLogDir, VllmOptions{}, kCuda),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("deployment.decode.expert_parallel")));
+  EXPECT_THAT(
+      RenderVllm(spec, v1::SIDE_DECODE, kEndpoints, kLogDir, VllmOptions{}, kCuda),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("deployment.decode.expert_parallel")));
   spec = PdSpec(v1::ENGINE_VLLM);
   spec.mutable_deployment()->mutable_prefill()->mutable_expert_layout()->set_path("/l.json");
-  EXPECT_THAT(RenderVllm(spec, v1::SIDE_PREFILL, kEndpoints, kLogDir, VllmOptions{}, kCuda),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("deployment.prefill.expert_layout")));
+  EXPECT_THAT(
+      RenderVllm(spec, v1::SIDE_PREFILL, kEndpoints, kLogDir, VllmOptions{}, kCuda),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("deployment.prefill.expert_layout")));
   spec = PdSpec(v1::ENGINE_VLLM);
   spec.mutable_deployment()->mutable_prefill()->clear_model();
   EXPECT_THAT(RenderVllm(spec, v1::SIDE_PREFILL, kEndpoints, kLogDir, VllmOptions{}, kCuda),
@@ -296,7 +320,8 @@ TEST(RendererGoldenTest, VllmRejectsWhatItCannotExpress) {
 TEST(RendererGoldenTest, Sglang) {
   v1::ExperimentSpec spec = PdSpec(v1::ENGINE_SGLANG);
   SglangOptions options;
-  ExpectGolden(RenderSglang(spec, v1::SIDE_PREFILL, kEndpoints, kLogDir, options), "sglang_prefill");
+  ExpectGolden(RenderSglang(spec, v1::SIDE_PREFILL, kEndpoints, kLogDir, options),
+               "sglang_prefill");
   ExpectGolden(RenderSglang(spec, v1::SIDE_DECODE, kEndpoints, kLogDir, options), "sglang_decode");
   ExpectGolden(RenderSglang(spec, v1::SIDE_ROUTER, kEndpoints, kLogDir, options), "sglang_router");
 }
@@ -347,22 +372,23 @@ TEST(RendererGoldenTest, SglangParallelRules) {
   spec.mutable_deployment()->mutable_kv_transfer()->set_ib_device("mlx5_0");
   auto d = RenderSglang(spec, v1::SIDE_DECODE, kEndpoints, kLogDir, {});
   ASSERT_THAT(d, IsOk());
-  EXPECT_THAT(absl::StrJoin(d->argv, " "),
-              HasSubstr("--disaggregation-transfer-backend nixl --disaggregation-ib-device mlx5_0"));
+  EXPECT_THAT(
+      absl::StrJoin(d->argv, " "),
+      HasSubstr("--disaggregation-transfer-backend nixl --disaggregation-ib-device mlx5_0"));
   EXPECT_THAT(absl::StrJoin(d->argv, " "),
               HasSubstr("--init-expert-location /layouts/decode-fitted.json "
                         "--ep-dispatch-algorithm static"));
   spec.mutable_deployment()->mutable_kv_transfer()->set_backend("tcp");
-  EXPECT_THAT(RenderSglang(spec, v1::SIDE_DECODE, kEndpoints, kLogDir, {}),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("deployment.kv_transfer.backend")));
+  EXPECT_THAT(
+      RenderSglang(spec, v1::SIDE_DECODE, kEndpoints, kLogDir, {}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("deployment.kv_transfer.backend")));
 }
 
 TEST(RendererGoldenTest, RouterNeedsUpstreamPorts) {
   v1::ExperimentSpec spec = PdSpec(v1::ENGINE_SGLANG);
-  EXPECT_THAT(RenderSglang(spec, v1::SIDE_ROUTER, core::Endpoints{0, 8200, 8000}, kLogDir,
-                           SglangOptions{}),
-              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("prefill port")));
+  EXPECT_THAT(
+      RenderSglang(spec, v1::SIDE_ROUTER, core::Endpoints{0, 8200, 8000}, kLogDir, SglangOptions{}),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("prefill port")));
 }
 
 TEST(RendererGoldenTest, PortRule) {

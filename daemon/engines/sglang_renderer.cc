@@ -45,9 +45,18 @@ absl::StatusOr<core::LaunchCommand> RenderRouter(const v1::ExperimentSpec& spec,
     SERVELAB_ASSIGN_OR_RETURN(int decode, UpstreamPort(spec, v1::SIDE_DECODE, endpoints));
     // --prefill takes the URL and that prefill's bootstrap port
     // (sgl-router py_src/sglang_router/launch_router.py).
-    argv = {Python(spec, options), "-m", "sglang_router.launch_router", "--pd-disaggregation",
-            "--prefill", LoopbackUrl(prefill), absl::StrCat(BootstrapPort(spec)),
-            "--decode", LoopbackUrl(decode), "--host", "127.0.0.1", "--port",
+    argv = {Python(spec, options),
+            "-m",
+            "sglang_router.launch_router",
+            "--pd-disaggregation",
+            "--prefill",
+            LoopbackUrl(prefill),
+            absl::StrCat(BootstrapPort(spec)),
+            "--decode",
+            LoopbackUrl(decode),
+            "--host",
+            "127.0.0.1",
+            "--port",
             absl::StrCat(command.port)};
     argv.insert(argv.end(), router.extra_args().begin(), router.extra_args().end());
     SERVELAB_RETURN_IF_ERROR(CheckRenderedFlags("sglang router", spec, argv, 3));
@@ -61,9 +70,11 @@ absl::StatusOr<core::LaunchCommand> RenderRouter(const v1::ExperimentSpec& spec,
 absl::Status CheckParallel(const v1::InstanceSpec& is, int tp_size, const std::string& field) {
   const int ep = is.expert_parallel();
   if (ep > 1 && (ep > tp_size || tp_size % ep != 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".expert_parallel: SGLang's --ep-size must be <= and divide --tp-size (the "
-               "instance's device count) ", tp_size, ", not ", ep));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field,
+                     ".expert_parallel: SGLang's --ep-size must be <= and divide --tp-size (the "
+                     "instance's device count) ",
+                     tp_size, ", not ", ep));
   }
   const int dp = is.data_parallel();
   if (dp > 1 && tp_size % dp != 0) {
@@ -90,7 +101,8 @@ absl::StatusOr<core::LaunchCommand> RenderSglang(const v1::ExperimentSpec& spec,
   SERVELAB_ASSIGN_OR_RETURN(const v1::InstanceSpec* instance, InstanceSpecFor(spec, side));
   const v1::InstanceSpec& is = *instance;
   const std::string field = InstanceFieldPath(side);
-  if (is.model().empty()) return absl::InvalidArgumentError(field + ".model is required for SGLang");
+  if (is.model().empty())
+    return absl::InvalidArgumentError(field + ".model is required for SGLang");
   if (is.external_data_parallel()) {
     return absl::InvalidArgumentError(
         field + ".external_data_parallel: not rendered for SGLang (use DP attention)");
@@ -102,26 +114,29 @@ absl::StatusOr<core::LaunchCommand> RenderSglang(const v1::ExperimentSpec& spec,
   const v1::KvTransferSpec& kv = spec.deployment().kv_transfer();
   const std::string backend = kv.backend().empty() ? "mooncake" : kv.backend();
   if (backend != "mooncake" && backend != "nixl") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "deployment.kv_transfer.backend: \"", backend, "\" is not an SGLang transfer backend "
-        "(mooncake, nixl)"));
+    return absl::InvalidArgumentError(absl::StrCat("deployment.kv_transfer.backend: \"", backend,
+                                                   "\" is not an SGLang transfer backend "
+                                                   "(mooncake, nixl)"));
   }
 
   std::vector<std::string>& argv = command.argv;
-  argv = {Python(spec, options), "-m", "sglang.launch_server", "--model-path", is.model(),
-          "--host", "127.0.0.1", "--port", absl::StrCat(command.port)};
+  argv = {Python(spec, options), "-m",       "sglang.launch_server",
+          "--model-path",        is.model(), "--host",
+          "127.0.0.1",           "--port",   absl::StrCat(command.port)};
   if (!is.served_model_name().empty()) {
     argv.insert(argv.end(), {"--served-model-name", is.served_model_name()});
   }
   argv.insert(argv.end(), {"--disaggregation-mode", side == v1::SIDE_PREFILL ? "prefill" : "decode",
                            "--disaggregation-transfer-backend", backend});
-  if (!kv.ib_device().empty()) argv.insert(argv.end(), {"--disaggregation-ib-device", kv.ib_device()});
+  if (!kv.ib_device().empty())
+    argv.insert(argv.end(), {"--disaggregation-ib-device", kv.ib_device()});
   if (side == v1::SIDE_PREFILL) {
     argv.insert(argv.end(), {"--disaggregation-bootstrap-port", absl::StrCat(BootstrapPort(spec))});
   }
   argv.insert(argv.end(), {"--tp-size", absl::StrCat(tp_size)});
   if (is.data_parallel() > 1) {
-    argv.insert(argv.end(), {"--dp-size", absl::StrCat(is.data_parallel()), "--enable-dp-attention"});
+    argv.insert(argv.end(),
+                {"--dp-size", absl::StrCat(is.data_parallel()), "--enable-dp-attention"});
   }
   AddIfSet(argv, "--ep-size", is.expert_parallel() > 1 ? is.expert_parallel() : 0);
   AddIfSet(argv, "--chunked-prefill-size", is.max_num_batched_tokens());

@@ -15,7 +15,8 @@ namespace {
 std::string SimConfigYaml(const v1::InstanceSpec& instance, v1::Side side) {
   std::string yaml = absl::StrCat("# Rendered by servelab from ", InstanceFieldPath(side),
                                   " of the frozen spec.\n");
-  if (instance.max_num_seqs() > 0) absl::StrAppend(&yaml, "max_num_seqs: ", instance.max_num_seqs(), "\n");
+  if (instance.max_num_seqs() > 0)
+    absl::StrAppend(&yaml, "max_num_seqs: ", instance.max_num_seqs(), "\n");
   if (instance.max_num_batched_tokens() > 0) {
     absl::StrAppend(&yaml, "max_num_batched_tokens: ", instance.max_num_batched_tokens(), "\n");
   }
@@ -49,8 +50,7 @@ absl::StatusOr<std::unique_ptr<SimEngine>> SimEngine::Create(SimEngineOptions op
 SimEngine::SimEngine(SimEngineOptions options)
     : ProcessEngine(VllmProtocol()), options_(std::move(options)) {}
 
-absl::StatusOr<core::LaunchCommand> SimEngine::Render(const v1::ExperimentSpec& spec,
-                                                      v1::Side side,
+absl::StatusOr<core::LaunchCommand> SimEngine::Render(const v1::ExperimentSpec& spec, v1::Side side,
                                                       const core::Endpoints& endpoints,
                                                       const std::string& log_dir) {
   // Checked here so that preflight, not the launch stage, finds a missing binary.
@@ -61,9 +61,15 @@ absl::StatusOr<core::LaunchCommand> SimEngine::Render(const v1::ExperimentSpec& 
   absl::StatusOr<core::LaunchCommand> started = NewLaunchCommand(spec, side, endpoints, log_dir);
   if (!started.ok()) return started.status();
   core::LaunchCommand command = *std::move(started);
-  command.argv = {options_.binary, "--role",       SideName(side),
-                  "--host",        "127.0.0.1",    "--port",
-                  absl::StrCat(command.port), "--time-scale", absl::StrCat(options_.time_scale)};
+  command.argv = {options_.binary,
+                  "--role",
+                  SideName(side),
+                  "--host",
+                  "127.0.0.1",
+                  "--port",
+                  absl::StrCat(command.port),
+                  "--time-scale",
+                  absl::StrCat(options_.time_scale)};
 
   if (side == v1::SIDE_ROUTER) {
     absl::StatusOr<int> prefill = UpstreamPort(spec, v1::SIDE_PREFILL, endpoints);
@@ -71,8 +77,8 @@ absl::StatusOr<core::LaunchCommand> SimEngine::Render(const v1::ExperimentSpec& 
     absl::StatusOr<int> decode = UpstreamPort(spec, v1::SIDE_DECODE, endpoints);
     if (!decode.ok()) return decode.status();
     const v1::RouterSpec& router = spec.deployment().router();
-    command.argv.insert(command.argv.end(), {"--prefill-url", LoopbackUrl(*prefill),
-                                             "--decode-url", LoopbackUrl(*decode)});
+    command.argv.insert(command.argv.end(), {"--prefill-url", LoopbackUrl(*prefill), "--decode-url",
+                                             LoopbackUrl(*decode)});
     // The sim router checks a request's model against its own name, so it
     // serves the model of the side that answers (decode).
     const std::string& model = spec.deployment().decode().model().empty()

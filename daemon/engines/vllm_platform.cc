@@ -13,7 +13,7 @@ namespace servelab::engines {
 namespace {
 
 constexpr int kDefaultNixlSideChannelPort = 5600;  // vllm/envs.py
-constexpr int kDefaultMooncakeKvPort = 20001;       // vllm-ascend examples
+constexpr int kDefaultMooncakeKvPort = 20001;      // vllm-ascend examples
 
 int Ranks(const v1::InstanceSpec& side) {
   return std::max(1, side.data_parallel()) * std::max(1, side.tensor_parallel());
@@ -61,8 +61,9 @@ std::string SortedJson(const google::protobuf::Value& value) {
       return JsonQuote(value.string_value());
     case google::protobuf::Value::kNumberValue: {
       const double n = value.number_value();
-      return n == static_cast<double>(static_cast<int64_t>(n)) ? absl::StrCat(static_cast<int64_t>(n))
-                                                              : absl::StrCat(n);
+      return n == static_cast<double>(static_cast<int64_t>(n))
+                 ? absl::StrCat(static_cast<int64_t>(n))
+                 : absl::StrCat(n);
     }
     case google::protobuf::Value::kBoolValue:
       return value.bool_value() ? "true" : "false";
@@ -110,14 +111,13 @@ absl::StatusOr<std::string> KvTransferConfig(const v1::ExperimentSpec& spec, v1:
                        : kDefaultMooncakeKvPort;
   // Decode's ports start after every prefill rank's, so one host holds both.
   const int kv_port = side == v1::SIDE_PREFILL ? base : base + Ranks(p);
-  return absl::StrCat(R"({"kv_connector":")", connector, R"(","kv_role":")", role,
-                      R"(","kv_port":")", kv_port, R"(","engine_id":")",
-                      side == v1::SIDE_PREFILL ? 0 : 1, R"(","kv_connector_module_path":")",
-                      module, R"(","kv_connector_extra_config":{"prefill":{"dp_size":)",
-                      std::max(1, p.data_parallel()), R"(,"tp_size":)",
-                      std::max(1, p.tensor_parallel()), R"(},"decode":{"dp_size":)",
-                      std::max(1, d.data_parallel()), R"(,"tp_size":)",
-                      std::max(1, d.tensor_parallel()), "}}}");
+  return absl::StrCat(
+      R"({"kv_connector":")", connector, R"(","kv_role":")", role, R"(","kv_port":")", kv_port,
+      R"(","engine_id":")", side == v1::SIDE_PREFILL ? 0 : 1, R"(","kv_connector_module_path":")",
+      module, R"(","kv_connector_extra_config":{"prefill":{"dp_size":)",
+      std::max(1, p.data_parallel()), R"(,"tp_size":)", std::max(1, p.tensor_parallel()),
+      R"(},"decode":{"dp_size":)", std::max(1, d.data_parallel()), R"(,"tp_size":)",
+      std::max(1, d.tensor_parallel()), "}}}");
 }
 
 std::map<std::string, std::string> PlatformEnv(const v1::ExperimentSpec& spec, v1::Side side,
@@ -129,8 +129,8 @@ std::map<std::string, std::string> PlatformEnv(const v1::ExperimentSpec& spec, v
         kv.side_channel_base_port() > 0 ? kv.side_channel_base_port() : kDefaultNixlSideChannelPort;
     env["VLLM_NIXL_SIDE_CHANNEL_HOST"] =
         kv.side_channel_host().empty() ? "127.0.0.1" : kv.side_channel_host();
-    env["VLLM_NIXL_SIDE_CHANNEL_PORT"] = absl::StrCat(
-        side == v1::SIDE_PREFILL ? base : base + Ranks(spec.deployment().prefill()));
+    env["VLLM_NIXL_SIDE_CHANNEL_PORT"] =
+        absl::StrCat(side == v1::SIDE_PREFILL ? base : base + Ranks(spec.deployment().prefill()));
     return env;
   }
   const v1::AscendSpec& ascend = spec.deployment().ascend();
@@ -152,9 +152,10 @@ absl::StatusOr<std::string> AdditionalConfig(const v1::ExperimentSpec& spec, v1:
   const std::string field = InstanceFieldPath(side);
   const std::string& layout = is.expert_layout().path();
   if (platform == VllmPlatform::kCuda && !layout.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".expert_layout: stock vLLM has no flag for a static expert layout file; use "
-               "engine vllm_ascend (eplb_config.expert_map_path) or engine command"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field,
+                     ".expert_layout: stock vLLM has no flag for a static expert layout file; use "
+                     "engine vllm_ascend (eplb_config.expert_map_path) or engine command"));
   }
   if (is.additional_config().empty() && layout.empty()) return std::string();
   google::protobuf::Struct config;
@@ -164,7 +165,8 @@ absl::StatusOr<std::string> AdditionalConfig(const v1::ExperimentSpec& spec, v1:
         absl::StrCat(field, ".additional_config: not a JSON object: ", is.additional_config()));
   }
   if (!layout.empty()) {
-    google::protobuf::Struct& eplb = *(*config.mutable_fields())["eplb_config"].mutable_struct_value();
+    google::protobuf::Struct& eplb =
+        *(*config.mutable_fields())["eplb_config"].mutable_struct_value();
     (*eplb.mutable_fields())["expert_map_path"].set_string_value(layout);
   }
   google::protobuf::Value root;
@@ -196,14 +198,15 @@ absl::StatusOr<std::vector<std::string>> ProxyArgv(const v1::ExperimentSpec& spe
   if (!prefill.ok()) return prefill.status();
   absl::StatusOr<int> decode = UpstreamPort(spec, v1::SIDE_DECODE, endpoints);
   if (!decode.ok()) return decode.status();
-  std::vector<std::string> argv = {python, script, "--host", "127.0.0.1", "--port",
-                                   absl::StrCat(port)};
-  const bool several = !endpoints.prefill_extra_ports.empty() || !endpoints.decode_extra_ports.empty();
+  std::vector<std::string> argv = {python,      script,   "--host",
+                                   "127.0.0.1", "--port", absl::StrCat(port)};
+  const bool several =
+      !endpoints.prefill_extra_ports.empty() || !endpoints.decode_extra_ports.empty();
   if (platform == VllmPlatform::kCuda && !several) {
     // toy_proxy_server.py's singular flags.
-    argv.insert(argv.end(), {"--prefiller-host", "127.0.0.1", "--prefiller-port",
-                             absl::StrCat(*prefill), "--decoder-host", "127.0.0.1",
-                             "--decoder-port", absl::StrCat(*decode)});
+    argv.insert(argv.end(),
+                {"--prefiller-host", "127.0.0.1", "--prefiller-port", absl::StrCat(*prefill),
+                 "--decoder-host", "127.0.0.1", "--decoder-port", absl::StrCat(*decode)});
   } else {
     // nargs="+" lists: one host and port per DP rank.
     AddUpstreams(argv, "--prefiller-hosts", "--prefiller-ports", *prefill,

@@ -26,8 +26,8 @@ absl::StatusOr<core::LaunchCommand> RenderRouter(const v1::ExperimentSpec& spec,
   if (!router.command_argv().empty()) {
     std::map<std::string, std::string> vars =
         TemplateVariables(spec, v1::SIDE_ROUTER, command.port, endpoints, log_dir);
-    SERVELAB_ASSIGN_OR_RETURN(
-        command.argv, ExpandArgv(router.command_argv(), spec, vars, "deployment.router.command_argv"));
+    SERVELAB_ASSIGN_OR_RETURN(command.argv, ExpandArgv(router.command_argv(), spec, vars,
+                                                       "deployment.router.command_argv"));
     command.argv.insert(command.argv.end(), router.extra_args().begin(), router.extra_args().end());
   } else {
     std::string tool;
@@ -46,13 +46,13 @@ absl::StatusOr<std::string> RankDevices(const v1::InstanceSpec& is, int rank, in
                                         const std::string& field) {
   if (is.devices().empty()) return std::string();
   if (is.devices_size() % ranks != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".devices: ", is.devices_size(), " devices do not split into ", ranks,
-        " external data-parallel ranks"));
+    return absl::InvalidArgumentError(absl::StrCat(field, ".devices: ", is.devices_size(),
+                                                   " devices do not split into ", ranks,
+                                                   " external data-parallel ranks"));
   }
   const int share = is.devices_size() / ranks;
-  return absl::StrJoin(is.devices().begin() + rank * share, is.devices().begin() + (rank + 1) * share,
-                       ",");
+  return absl::StrJoin(is.devices().begin() + rank * share,
+                       is.devices().begin() + (rank + 1) * share, ",");
 }
 
 struct ServeArgs {
@@ -90,7 +90,8 @@ absl::Status RenderServe(const v1::ExperimentSpec& spec, v1::Side side, const Se
   AddIfSet(argv, "--max-num-seqs", is.max_num_seqs());
   AddIfSet(argv, "--max-model-len", is.max_model_len());
   if (is.gpu_memory_utilization() > 0) {
-    argv.insert(argv.end(), {"--gpu-memory-utilization", absl::StrCat(is.gpu_memory_utilization())});
+    argv.insert(argv.end(),
+                {"--gpu-memory-utilization", absl::StrCat(is.gpu_memory_utilization())});
   }
   if (!is.quantization().empty()) argv.insert(argv.end(), {"--quantization", is.quantization()});
   if (!args.additional_config.empty()) {
@@ -127,7 +128,8 @@ absl::StatusOr<core::LaunchCommand> RenderVllm(const v1::ExperimentSpec& spec, v
   const int tp = std::max(1, is.tensor_parallel()), dp = std::max(1, is.data_parallel());
   if (is.expert_parallel() > 1 && is.expert_parallel() != tp * dp) {
     return absl::InvalidArgumentError(absl::StrCat(
-        field, ".expert_parallel: vLLM's expert-parallel size is tensor_parallel x data_parallel = ",
+        field,
+        ".expert_parallel: vLLM's expert-parallel size is tensor_parallel x data_parallel = ",
         tp * dp, ", not ", is.expert_parallel()));
   }
   ServeArgs args;
@@ -158,8 +160,8 @@ absl::StatusOr<core::LaunchCommand> RenderVllm(const v1::ExperimentSpec& spec, v
     rank.dp_rank = r;
     SERVELAB_ASSIGN_OR_RETURN(rank.port, next_port(r));
     rank.log_path = absl::StrCat(log_dir, "/", SideName(side), ".rank", r, ".log");
-    SERVELAB_RETURN_IF_ERROR(
-        RenderServe(spec, side, args, platform, rank.port, r, ranks, rpc_port, rank.argv, rank.env));
+    SERVELAB_RETURN_IF_ERROR(RenderServe(spec, side, args, platform, rank.port, r, ranks, rpc_port,
+                                         rank.argv, rank.env));
   }
   return command;
 }

@@ -35,8 +35,8 @@ absl::StatusOr<Prepared> Prepare(const core::LoadJob& job) {
       break;
     }
     case v1::PHASE_WARMUP: {
-      SERVELAB_ASSIGN_OR_RETURN(p.prompts, loadgen::BuildWarmupPrompts(workload.dataset(),
-                                                                       spec.deployment().warmup()));
+      SERVELAB_ASSIGN_OR_RETURN(
+          p.prompts, loadgen::BuildWarmupPrompts(workload.dataset(), spec.deployment().warmup()));
       p.concurrency = std::max<int>(1, std::min<int>(workload.concurrency(), p.prompts.size()));
       break;
     }
@@ -92,7 +92,8 @@ absl::StatusOr<core::LoadPlanSummary> LoadgenDriver::Plan(const core::LoadJob& j
   SERVELAB_ASSIGN_OR_RETURN(Prepared p, Prepare(job));
   core::LoadPlanSummary summary;
   summary.requests = static_cast<int64_t>(p.prompts.size());
-  if (!p.planned_send_ns.empty()) summary.arrival_span = absl::Nanoseconds(p.planned_send_ns.back());
+  if (!p.planned_send_ns.empty())
+    summary.arrival_span = absl::Nanoseconds(p.planned_send_ns.back());
   for (const loadgen::Prompt& prompt : p.prompts) {
     summary.max_request_tokens =
         std::max<int64_t>(summary.max_request_tokens, prompt.input_tokens() + prompt.output_tokens);

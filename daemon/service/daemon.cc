@@ -1,5 +1,8 @@
 #include "daemon/service/daemon.h"
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,10 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <system_error>
-
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -70,8 +69,8 @@ absl::Status RemoveStaleSocket(const std::string& path) {
         absl::StrCat(path, " exists and is not a socket; refusing to replace it"));
   }
   if (unlink(path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot remove stale socket ", path, ": ",
-                                            strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot remove stale socket ", path, ": ", strerror(errno)));
   }
   Logger("daemon")->info("removed stale socket {}", path);
   return absl::OkStatus();

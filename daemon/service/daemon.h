@@ -29,10 +29,9 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
-
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/control_plane.h"

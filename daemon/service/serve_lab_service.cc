@@ -1,13 +1,13 @@
 #include "daemon/service/serve_lab_service.h"
 
+#include <google/protobuf/util/message_differencer.h>
+#include <google/protobuf/util/time_util.h>
+
 #include <deque>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
-
-#include <google/protobuf/util/message_differencer.h>
-#include <google/protobuf/util/time_util.h>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/service/logging.h"
@@ -206,9 +206,9 @@ grpc::ServerUnaryReactor* ServeLabService::SubmitExperiment(
   absl::StatusOr<v1::Experiment> experiment = control_plane_.Submit(*request);
   if (experiment.ok()) {
     *reply->mutable_experiment() = *std::move(experiment);
-    Logger("service")->info("{} {}", request->validate_only() ? "planned" : "submitted",
-                            request->validate_only() ? request->spec_name()
-                                                     : reply->experiment().id());
+    Logger("service")->info(
+        "{} {}", request->validate_only() ? "planned" : "submitted",
+        request->validate_only() ? request->spec_name() : reply->experiment().id());
   }
   return Finish(context, "SubmitExperiment", experiment.status());
 }

@@ -2,16 +2,15 @@
 // restart. The binaries are covered by cli_integration_test.
 #include "daemon/service/daemon.h"
 
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
-
 #include <gmock/gmock.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -48,8 +47,8 @@ std::string HealthCheck(const std::shared_ptr<grpc::Channel>& channel) {
   std::condition_variable cv;
   bool done = false;
   grpc::Status status;
-  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
-                 &response, [&](grpc::Status s) {
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                 [&](grpc::Status s) {
                    std::lock_guard<std::mutex> lock(mu);
                    status = s;
                    done = true;
@@ -61,7 +60,8 @@ std::string HealthCheck(const std::shared_ptr<grpc::Channel>& channel) {
   std::vector<grpc::Slice> slices;
   (void)response.Dump(&slices);
   std::string bytes;
-  for (const auto& slice : slices) bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  for (const auto& slice : slices)
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
   if (bytes == std::string("\x08\x01", 2)) return "SERVING";
   if (bytes == std::string("\x08\x02", 2)) return "NOT_SERVING";
   return "unexpected";
@@ -130,8 +130,8 @@ TEST(DaemonTest, ALatchedLedgerErrorTurnsHealthNotServing) {
     v1::SubmitExperimentResponse response;
     ASSERT_TRUE(stub->SubmitExperiment(&context, submit, &response).ok());
   }
-  EXPECT_TRUE(testing::WaitFor([&] { return HealthCheck(channel) == "NOT_SERVING"; },
-                               absl::Seconds(20)));
+  EXPECT_TRUE(
+      testing::WaitFor([&] { return HealthCheck(channel) == "NOT_SERVING"; }, absl::Seconds(20)));
   {
     grpc::ClientContext context;
     v1::SubmitExperimentResponse response;
@@ -151,9 +151,9 @@ TEST(DaemonTest, SecondDaemonOnTheSameDirIsRefusedWithThePid) {
   testing::TempDir dir;
   auto first = Daemon::Create({.state_dir = dir.path()});
   ASSERT_THAT(first, IsOk());
-  EXPECT_THAT(Daemon::Create({.state_dir = dir.path()}),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr(absl::StrCat("pid ", getpid()))));
+  EXPECT_THAT(
+      Daemon::Create({.state_dir = dir.path()}),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr(absl::StrCat("pid ", getpid()))));
   first->reset();
   EXPECT_THAT(Daemon::Create({.state_dir = dir.path()}), IsOk());
 }
@@ -195,17 +195,19 @@ TEST(DaemonTest, LoopbackTcpWithPortZero) {
   ASSERT_TRUE(absl::SimpleAtoi(address.substr(strlen("tcp:127.0.0.1:")), &port));
   EXPECT_GT(port, 0);
   EXPECT_EQ(Trimmed(testing::ReadFile(dir.File("servelabd.addr"))), address);
-  auto stub = v1::ServeLab::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
-                                                        grpc::InsecureChannelCredentials()));
+  auto stub = v1::ServeLab::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
   v1::ListExperimentsResponse list;
   EXPECT_TRUE(stub->ListExperiments(&context, {}, &list).ok());
 
   // The port is taken now: a second daemon (other dir) cannot bind it.
   testing::TempDir other;
-  auto second = Daemon::Create({.state_dir = other.path(), .listen = absl::StrCat("tcp:127.0.0.1:", port)});
+  auto second =
+      Daemon::Create({.state_dir = other.path(), .listen = absl::StrCat("tcp:127.0.0.1:", port)});
   ASSERT_THAT(second, IsOk());
-  EXPECT_THAT((*second)->Start(), StatusIs(absl::StatusCode::kUnavailable, HasSubstr("cannot listen")));
+  EXPECT_THAT((*second)->Start(),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("cannot listen")));
 }
 
 TEST(DaemonTest, NonLoopbackNeedsAllowRemote) {
@@ -214,8 +216,9 @@ TEST(DaemonTest, NonLoopbackNeedsAllowRemote) {
               StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("--allow-remote")));
   EXPECT_THAT(Daemon::Create({.state_dir = dir.path(), .metrics_listen = "0.0.0.0:0"}),
               StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("--allow-remote")));
-  EXPECT_THAT(Daemon::Create({.state_dir = dir.path(), .listen = "localhost:1"}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unix:PATH or tcp:HOST:PORT")));
+  EXPECT_THAT(
+      Daemon::Create({.state_dir = dir.path(), .listen = "localhost:1"}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unix:PATH or tcp:HOST:PORT")));
   // Nothing was taken by the refused attempts.
   EXPECT_THAT(Daemon::Create({.state_dir = dir.path()}), IsOk());
 }
@@ -250,8 +253,9 @@ TEST(DaemonTest, MetricsPortInUseIsAClearError) {
   auto first = Daemon::Create({.state_dir = dir.File("a"), .metrics_listen = "127.0.0.1:0"});
   ASSERT_THAT(first, IsOk());
   ASSERT_THAT((*first)->Start(), IsOk());
-  auto second = Daemon::Create({.state_dir = dir.File("b"),
-                                .metrics_listen = absl::StrCat("127.0.0.1:", (*first)->metrics_port())});
+  auto second =
+      Daemon::Create({.state_dir = dir.File("b"),
+                      .metrics_listen = absl::StrCat("127.0.0.1:", (*first)->metrics_port())});
   ASSERT_THAT(second, IsOk());
   EXPECT_THAT((*second)->Start(),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("cannot serve /metrics")));
@@ -268,7 +272,8 @@ TEST(DaemonTest, RestartKeepsExperiments) {
     auto stub = v1::ServeLab::NewStub((*daemon)->InProcessChannel());
     grpc::ClientContext context;
     v1::SubmitExperimentRequest request;
-    request.set_spec_text(testing::ReadFile(testing::SourcePath("deploy/examples/16k-nocache.yaml")));
+    request.set_spec_text(
+        testing::ReadFile(testing::SourcePath("deploy/examples/16k-nocache.yaml")));
     request.set_base_dir(testing::SourcePath("deploy/examples"));
     v1::SubmitExperimentResponse response;
     grpc::Status status = stub->SubmitExperiment(&context, request, &response);

@@ -1,16 +1,15 @@
 // ServeLabService over an in-process channel, with a real ControlPlane over a
 // real SqliteStore in a temp dir: what the wire carries for each RPC.
-#include "daemon/service/serve_lab_service.h"
-
-#include <memory>
-
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "daemon/core/clock.h"
 #include "daemon/core/control_plane.h"
 #include "daemon/service/metrics.h"
+#include "daemon/service/serve_lab_service.h"
 #include "daemon/service/status_mapping.h"
 #include "storage/sqlite_store.h"
 #include "tests/testing/status_matchers.h"
@@ -330,9 +329,9 @@ TEST_F(ServiceTest, SummaryReportsServing) {
   ASSERT_TRUE(stub_->GetSummary(&context, v1::GetSummaryRequest(), &summary).ok());
   EXPECT_TRUE(summary.serving());
   const auto& by_state = summary.experiments_by_state();
-  EXPECT_EQ(by_state.contains("queued") ? by_state.at("queued")
-                                        : by_state.at("EXPERIMENT_STATE_QUEUED"),
-            1);
+  EXPECT_EQ(
+      by_state.contains("queued") ? by_state.at("queued") : by_state.at("EXPERIMENT_STATE_QUEUED"),
+      1);
 }
 
 TEST_F(ServiceTest, MetricsCountRpcsAndExperimentsByState) {
@@ -379,8 +378,8 @@ TEST_F(ServiceTest, ALatchedLedgerErrorRefusesWorkAndSummarySaysWhy) {
   v1::Summary summary;
   ASSERT_TRUE(stub_->GetSummary(&context, v1::GetSummaryRequest(), &summary).ok());
   EXPECT_FALSE(summary.serving());
-  EXPECT_THAT(summary.next_step(), AllOf(HasSubstr("cache_seed succeeded"),
-                                         HasSubstr("restart servelabd")));
+  EXPECT_THAT(summary.next_step(),
+              AllOf(HasSubstr("cache_seed succeeded"), HasSubstr("restart servelabd")));
   control_plane_->SetExecutor(nullptr);
 }
 
@@ -399,9 +398,9 @@ TEST(StatusMappingTest, EveryCodeRoundTrips) {
     EXPECT_EQ(static_cast<int>(wire.error_code()), code);
     EXPECT_EQ(FromGrpcStatus(wire), status);
   }
-  EXPECT_EQ(ToGrpcStatus(absl::InvalidArgumentError("workload.concurrency: must be > 0"))
-                .error_message(),
-            "workload.concurrency: must be > 0");
+  EXPECT_EQ(
+      ToGrpcStatus(absl::InvalidArgumentError("workload.concurrency: must be > 0")).error_message(),
+      "workload.concurrency: must be > 0");
 }
 
 }  // namespace

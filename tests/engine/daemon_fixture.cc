@@ -30,11 +30,13 @@ void DaemonFixture::StartDaemon(const std::vector<std::string>& flags) {
   std::vector<std::string> argv = {BinPath("servelabd"), "--state-dir", state_dir_,
                                    "--metrics-listen", "127.0.0.1:0"};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  daemon_ = std::make_unique<testing::Process>(argv, dir_.File(absl::StrCat("servelabd", ++starts_)));
+  daemon_ =
+      std::make_unique<testing::Process>(argv, dir_.File(absl::StrCat("servelabd", ++starts_)));
   ASSERT_TRUE(testing::WaitFor([&] { return testing::FileExists(state_dir_ + "/servelabd.addr"); },
                                absl::Seconds(30)))
       << testing::ReadFile(dir_.File(absl::StrCat("servelabd", starts_, ".err")));
-  addr_ = std::string(absl::StripAsciiWhitespace(testing::ReadFile(state_dir_ + "/servelabd.addr")));
+  addr_ =
+      std::string(absl::StripAsciiWhitespace(testing::ReadFile(state_dir_ + "/servelabd.addr")));
   std::string metrics = std::string(
       absl::StripAsciiWhitespace(testing::ReadFile(state_dir_ + "/servelabd.metrics.addr")));
   ASSERT_TRUE(absl::SimpleAtoi(metrics.substr(metrics.rfind(':') + 1), &metrics_port_)) << metrics;

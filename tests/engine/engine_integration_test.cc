@@ -14,9 +14,9 @@ namespace servelab {
 namespace {
 
 using google::protobuf::util::TimeUtil;
+using ::testing::HasSubstr;
 using testing::RunResult;
 using testing::SourcePath;
-using ::testing::HasSubstr;
 
 class EngineIntegrationTest : public DaemonFixture {
  protected:
@@ -69,13 +69,13 @@ TEST_F(EngineIntegrationTest, BaseThenConcurrencyDeltaThenDecodeDelta) {
   // Formal + one seed request per prefix group + the cache reset's probes
   // (one to cache the probe prompt, one to see it no longer hits).
   EXPECT_EQ(Counter(c8, v1::STAGE_CACHE_RESET, "prefill_probe_requests"), 2);
-  EXPECT_EQ(MetricSum(prefill_port, "vllm:request_success_total") - prefill_requests,
-            96 + 4 + 2);
+  EXPECT_EQ(MetricSum(prefill_port, "vllm:request_success_total") - prefill_requests, 96 + 4 + 2);
 
   // 3. A decode-side delta relaunches decode only.
-  v1::Experiment layout = WaitFinal(Submit(
-      {"--base", c8.id(), "--set",
-       "deployment.decode.expert_layout=" + SourcePath("deploy/examples/layouts/decode-layout-b.json")}));
+  v1::Experiment layout =
+      WaitFinal(Submit({"--base", c8.id(), "--set",
+                        "deployment.decode.expert_layout=" +
+                            SourcePath("deploy/examples/layouts/decode-layout-b.json")}));
   ASSERT_EQ(layout.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << layout.blocker();
   EXPECT_EQ(StageOf(layout, v1::STAGE_LAUNCH_PREFILL).status(), v1::STAGE_STATUS_REUSED);
   EXPECT_EQ(StageOf(layout, v1::STAGE_LAUNCH_DECODE).status(), v1::STAGE_STATUS_SUCCEEDED);
@@ -90,7 +90,9 @@ TEST_F(EngineIntegrationTest, BaseThenConcurrencyDeltaThenDecodeDelta) {
   EXPECT_THAT(scrape, HasSubstr("servelab_stage_reuse_total{stage=\"warmup\"} 1"));
   EXPECT_THAT(scrape, HasSubstr("servelab_time_to_first_formal_request_seconds_count 3"));
   EXPECT_THAT(scrape, HasSubstr("servelab_formal_requests_total{outcome=\"completed\"} 288"));
-  EXPECT_THAT(scrape, HasSubstr("servelab_stage_duration_seconds_count{action=\"run\",stage=\"formal_load\"} 3"));
+  EXPECT_THAT(
+      scrape,
+      HasSubstr("servelab_stage_duration_seconds_count{action=\"run\",stage=\"formal_load\"} 3"));
   EXPECT_THAT(scrape, HasSubstr("servelab_lane_busy 0"));
 
   RunResult summary = Cli({"summary"});
@@ -126,8 +128,8 @@ TEST_F(EngineIntegrationTest, AnalysisFailureResumesWithoutNewRequests) {
 
 TEST_F(EngineIntegrationTest, KillDuringFormalLoadThenResume) {
   StartDaemon();
-  const std::string id = Submit({"-f", kSpec, "--set", "workload.num_requests=600", "--set",
-                                 "workload.concurrency=4"});
+  const std::string id = Submit(
+      {"-f", kSpec, "--set", "workload.num_requests=600", "--set", "workload.concurrency=4"});
   RunResult sent = Cli({"wait", id, "--until", "sent", "--timeout", "100s"});
   ASSERT_EQ(sent.exit_code, 0) << sent.err;
   // Kill once some of the first attempt's records are stored.
@@ -165,8 +167,7 @@ TEST_F(EngineIntegrationTest, KillDuringFormalLoadThenResume) {
 TEST_F(EngineIntegrationTest, BackToBackFormalLoadsNeverOverlap) {
   StartDaemon();
   const std::string first = Submit({"-f", kSpec, "--set", "workload.num_requests=200"});
-  const std::string second =
-      Submit({"--base", first, "--set", "workload.concurrency=8"});
+  const std::string second = Submit({"--base", first, "--set", "workload.concurrency=8"});
   v1::Experiment a = WaitFinal(first);
   v1::Experiment b = WaitFinal(second);
   ASSERT_EQ(a.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << a.blocker();

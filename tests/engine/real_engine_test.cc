@@ -7,10 +7,9 @@
 // three routes and replaced request ids, dev-mode-only cache resets that
 // are refused while KV blocks are leased, cached tokens only with the flag,
 // SGLang's /flush_cache and P/D queue gauges, each engine's metric names.
-#include <signal.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <random>
 
@@ -22,13 +21,13 @@
 namespace servelab {
 namespace {
 
+using ::testing::HasSubstr;
 using testing::RunResult;
 using testing::SourcePath;
-using ::testing::HasSubstr;
 
 struct EngineCase {
-  std::string name;          // Test name suffix.
-  std::string spec;          // tests/engine/testdata/...
+  std::string name;            // Test name suffix.
+  std::string spec;            // tests/engine/testdata/...
   std::string request_metric;  // Finished requests, in the engine's own spelling.
   // A decode-only delta: relaunches decode (and the router), nothing else.
   std::string decode_delta;
@@ -62,19 +61,19 @@ class ShimDaemonTest : public DaemonFixture {
     for (int tries = 0; tries < 200; ++tries) {
       const int base = 20000 + static_cast<int>(random() % 12000);
       bool free = true;
-      for (int port = base; port < base + size && free; ++port) free = testing::CanBindLoopback(port);
+      for (int port = base; port < base + size && free; ++port)
+        free = testing::CanBindLoopback(port);
       if (free) return base;
     }
     ADD_FAILURE() << "no free block of " << size << " loopback ports";
     return 0;
   }
 
-
   std::vector<std::string> PortSets() {
     std::vector<std::string> sets;
     for (const char* field : {"side_channel_base_port", "kv_port", "bootstrap_port"}) {
-      sets.insert(sets.end(), {"--set", absl::StrCat("deployment.kv_transfer.", field, "=",
-                                                     FreePortBlock(8))});
+      sets.insert(sets.end(),
+                  {"--set", absl::StrCat("deployment.kv_transfer.", field, "=", FreePortBlock(8))});
     }
     return sets;
   }
@@ -251,18 +250,19 @@ TEST_F(ExamplePlanTest, EveryRealEngineExamplePrintsItsCommands) {
 
 INSTANTIATE_TEST_SUITE_P(
     Engines, RealEngineTest,
-    ::testing::Values(
-        EngineCase{"Vllm", "tests/engine/testdata/pd-vllm.yaml", "vllm:request_success_total",
-                   "deployment.decode.max_num_seqs=96", "VLLM_NIXL_SIDE_CHANNEL_PORT="},
-        EngineCase{"VllmAscend", "tests/engine/testdata/pd-vllm-ascend.yaml",
-                   "vllm:request_success_total",
-                   "deployment.decode.expert_layout=" +
-                       SourcePath("deploy/examples/layouts/decode-layout-b.json"),
-                   "\"kv_connector\":\"MooncakeConnectorV1\""},
-        EngineCase{"Sglang", "tests/engine/testdata/pd-sglang.yaml", "sglang:num_requests_total",
-                   "deployment.decode.expert_layout=" +
-                       SourcePath("deploy/examples/layouts/decode-layout-b.json"),
-                   "--enable-dp-attention"}),
+    ::testing::Values(EngineCase{"Vllm", "tests/engine/testdata/pd-vllm.yaml",
+                                 "vllm:request_success_total", "deployment.decode.max_num_seqs=96",
+                                 "VLLM_NIXL_SIDE_CHANNEL_PORT="},
+                      EngineCase{"VllmAscend", "tests/engine/testdata/pd-vllm-ascend.yaml",
+                                 "vllm:request_success_total",
+                                 "deployment.decode.expert_layout=" +
+                                     SourcePath("deploy/examples/layouts/decode-layout-b.json"),
+                                 "\"kv_connector\":\"MooncakeConnectorV1\""},
+                      EngineCase{"Sglang", "tests/engine/testdata/pd-sglang.yaml",
+                                 "sglang:num_requests_total",
+                                 "deployment.decode.expert_layout=" +
+                                     SourcePath("deploy/examples/layouts/decode-layout-b.json"),
+                                 "--enable-dp-attention"}),
     [](const ::testing::TestParamInfo<EngineCase>& info) { return info.param.name; });
 
 }  // namespace

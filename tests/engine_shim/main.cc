@@ -6,9 +6,9 @@
 //
 // SERVELAB_SHIM_DRY_RUN=1 prints the servelab-sim argv, one per line, and
 // exits 0 instead of exec (its --config is then a file under $TMPDIR that
-// stays; the exec path passes an unlinked /dev/fd/N instead); SERVELAB_SHIM_DRY_RUN=hold prints it and then
-// waits for SIGTERM/SIGINT, keeping the ports bound (tests of port clashes).
-// Every rejection exits 2 with the reason on stderr.
+// stays; the exec path passes an unlinked /dev/fd/N instead); SERVELAB_SHIM_DRY_RUN=hold prints it
+// and then waits for SIGTERM/SIGINT, keeping the ports bound (tests of port clashes). Every
+// rejection exits 2 with the reason on stderr.
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>

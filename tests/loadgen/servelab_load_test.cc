@@ -1,7 +1,6 @@
 // servelab-load end to end: the real binary against a real servelab-sim.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <memory>
@@ -43,8 +42,11 @@ class Sim {
     EXPECT_TRUE(WaitFor([&] { return FileExists(port_file) && !ReadFile(port_file).empty(); },
                         absl::Seconds(20)));
     port_ = std::string(absl::StripAsciiWhitespace(ReadFile(port_file)));
-    EXPECT_TRUE(WaitFor([&] { return Curl({"-o", "/dev/null", "-w", "%{http_code}", Url("/health")}) == "200"; },
-                        absl::Seconds(20)));
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          return Curl({"-o", "/dev/null", "-w", "%{http_code}", Url("/health")}) == "200";
+        },
+        absl::Seconds(20)));
   }
 
   std::string url() const { return absl::StrCat("http://127.0.0.1:", port_); }
@@ -71,16 +73,34 @@ v1::Result ParseResult(const std::string& json) {
   return result;
 }
 
-
 class ServelabLoadFileTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ServelabLoadFileTest, ExactLengthsBothWindowsLagAndAnalyzeReproduces) {
   TempDir dir;
   Sim sim(dir);
   std::string out = dir.File("run" + GetParam());
-  RunResult r = Load({"--url", sim.url(), "--num-requests", "30", "--concurrency", "6", "--rate",
-                      "400", "--arrival", "poisson", "--input-tokens", "128", "--output-tokens",
-                      "16", "--seed", "3", "--cards", "2", "--out", out, "-o", "json"});
+  RunResult r = Load({"--url",
+                      sim.url(),
+                      "--num-requests",
+                      "30",
+                      "--concurrency",
+                      "6",
+                      "--rate",
+                      "400",
+                      "--arrival",
+                      "poisson",
+                      "--input-tokens",
+                      "128",
+                      "--output-tokens",
+                      "16",
+                      "--seed",
+                      "3",
+                      "--cards",
+                      "2",
+                      "--out",
+                      out,
+                      "-o",
+                      "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   v1::Result result = ParseResult(r.out);
   EXPECT_EQ(result.analyzed_phase(), v1::PHASE_FORMAL);
@@ -107,7 +127,8 @@ TEST_P(ServelabLoadFileTest, ExactLengthsBothWindowsLagAndAnalyzeReproduces) {
   result.clear_computed_at();
   recomputed.clear_computed_at();
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(result, recomputed))
-      << result.DebugString() << "\nvs\n" << recomputed.DebugString();
+      << result.DebugString() << "\nvs\n"
+      << recomputed.DebugString();
   RunResult text = Load({"analyze", out});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_THAT(text.out, HasSubstr("whole"));
@@ -137,8 +158,9 @@ TEST(ServelabLoadTest, SharedPrefixReachesTheTargetHitRatioAndTagsTheLoad) {
 TEST(ServelabLoadTest, ServerErrorsAreCountedAndTheRunCompletes) {
   TempDir dir;
   Sim sim(dir);
-  ASSERT_THAT(sim.Curl({"-X", "POST", "-d", R"({"error_fraction": 0.5})", sim.Url("/admin/faults")}),
-              HasSubstr("error_fraction"));
+  ASSERT_THAT(
+      sim.Curl({"-X", "POST", "-d", R"({"error_fraction": 0.5})", sim.Url("/admin/faults")}),
+      HasSubstr("error_fraction"));
   RunResult r = Load({"--url", sim.url(), "-n", "40", "-c", "8", "--input-tokens", "32",
                       "--output-tokens", "4", "--seed", "1", "-o", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -159,8 +181,9 @@ class ServelabLoadBadInputTest : public ::testing::TestWithParam<BadInput> {};
 TEST_P(ServelabLoadBadInputTest, FailsNamingTheFlagAndSendsNothing) {
   TempDir dir;
   Sim sim(dir);
-  std::vector<std::string> args = {"--url", sim.url(), "--num-requests", "4", "--concurrency", "2",
-                                   "--input-tokens", "16", "--output-tokens", "4"};
+  std::vector<std::string> args = {"--url",           sim.url(), "--num-requests", "4",
+                                   "--concurrency",   "2",       "--input-tokens", "16",
+                                   "--output-tokens", "4"};
   args.insert(args.end(), GetParam().args.begin(), GetParam().args.end());
   RunResult r = Load(args);
   EXPECT_NE(r.exit_code, 0);
@@ -185,8 +208,8 @@ TEST(ServelabLoadTest, UnreachableEndpointIsAClearErrorWithNothingSent) {
   std::string out = dir.File("r.jsonl");
   const std::string url =
       absl::StrCat("http://127.0.0.1:", servelab::testing::ClosedLoopbackPort());
-  RunResult r = Load({"--url", url, "-n", "3", "-c", "1", "--input-tokens", "8",
-                      "--output-tokens", "2", "--out", out});
+  RunResult r = Load({"--url", url, "-n", "3", "-c", "1", "--input-tokens", "8", "--output-tokens",
+                      "2", "--out", out});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("--url"));
   EXPECT_THAT(r.err, HasSubstr("no request was sent"));

@@ -416,8 +416,8 @@ TEST(SimCompatTest, VllmDecodeCountsARequestPullingKvAsWaiting) {
                "kv_transfer_overhead_seconds: 100\n");
   ASSERT_TRUE(p.WaitHealthy());
   ASSERT_TRUE(d.WaitHealthy());
-  SimProcess router(Flags({"--compat", "vllm", "--role", "router", "--prefill-url", p.url(),
-                           "--decode-url", d.url()}));
+  SimProcess router(Flags(
+      {"--compat", "vllm", "--role", "router", "--prefill-url", p.url(), "--decode-url", d.url()}));
   ASSERT_TRUE(WaitProxyReady(router.port()));
   std::thread client([&] { Post(router.port(), "/v1/completions", Body(kPrompt, 2, true)); });
   ASSERT_TRUE(WaitFor([&] { return Metric(d.port(), "vllm:num_requests_waiting") == 1; },

@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
@@ -101,8 +101,8 @@ HttpResponse Http(int port, const std::string& method, const std::string& path,
   } else {
     response.body = rest;
     size_t length = 0;
-    response.complete = absl::SimpleAtoi(response.headers["content-length"], &length) &&
-                        rest.size() == length;
+    response.complete =
+        absl::SimpleAtoi(response.headers["content-length"], &length) && rest.size() == length;
   }
   return response;
 }
@@ -142,8 +142,13 @@ SimProcess::SimProcess(std::vector<std::string> flags, const std::string& yaml,
 
 void SimProcess::Start(std::vector<std::string> flags, const std::vector<std::string>& env) {
   std::string port_file = dir_.File("port");
-  std::vector<std::string> argv = {servelab::testing::BinPath("servelab-sim"), "--port", "0",
-                                   "--port-file", port_file, "--threads", "1"};
+  std::vector<std::string> argv = {servelab::testing::BinPath("servelab-sim"),
+                                   "--port",
+                                   "0",
+                                   "--port-file",
+                                   port_file,
+                                   "--threads",
+                                   "1"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   process_ = std::make_unique<servelab::testing::Process>(argv, dir_.File("sim"), env);
   if (servelab::testing::WaitFor(

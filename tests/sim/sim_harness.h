@@ -23,8 +23,8 @@ struct HttpResponse {
   bool connected = false;  // false: connect failed (refused)
   int status = 0;
   std::map<std::string, std::string> headers;  // lower-case names
-  std::string body;        // de-chunked
-  bool complete = false;   // the whole message arrived (not truncated)
+  std::string body;                            // de-chunked
+  bool complete = false;                       // the whole message arrived (not truncated)
 };
 
 HttpResponse Http(int port, const std::string& method, const std::string& path,

@@ -152,7 +152,8 @@ TEST(ScopeTest, FingerprintsMoveOnlyForTheirOwnSide) {
 TEST(ScopeTest, ParallelLayoutOfOneSideRelaunchesBoth) {
   v1::ExperimentSpec base = Base();
   v1::Fingerprints f0 = ComputeFingerprints(base);
-  for (const char* set : {"deployment.decode.data_parallel=4", "deployment.prefill.tensor_parallel=2"}) {
+  for (const char* set :
+       {"deployment.decode.data_parallel=4", "deployment.prefill.tensor_parallel=2"}) {
     v1::ExperimentSpec changed = base;
     ASSERT_THAT(ApplySet(changed, set), IsOk());
     v1::Fingerprints f = ComputeFingerprints(changed);

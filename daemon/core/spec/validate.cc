@@ -51,7 +51,8 @@ void CheckSide(Problems& p, const std::string& path, const v1::InstanceSpec& sid
   Positive(p, path + ".max_num_batched_tokens", side.max_num_batched_tokens());
   Positive(p, path + ".max_num_seqs", side.max_num_seqs());
   Positive(p, path + ".max_model_len", side.max_model_len());
-  if (side.port() < 0 || side.port() > 65535) p.Add(path + ".port", "must be 0..65535, got ", side.port());
+  if (side.port() < 0 || side.port() > 65535)
+    p.Add(path + ".port", "must be 0..65535, got ", side.port());
   if (engine == v1::ENGINE_COMMAND && side.command_argv_size() == 0) {
     p.Add(path + ".command_argv", "required with engine command");
   }
@@ -64,8 +65,9 @@ void CheckSide(Problems& p, const std::string& path, const v1::InstanceSpec& sid
   }
   if (side.external_data_parallel() && engine != v1::ENGINE_VLLM &&
       engine != v1::ENGINE_VLLM_ASCEND) {
-    p.Add(path + ".external_data_parallel", "one process per DP rank is rendered for engines "
-                                            "vllm and vllm_ascend only");
+    p.Add(path + ".external_data_parallel",
+          "one process per DP rank is rendered for engines "
+          "vllm and vllm_ascend only");
   }
   if (side.external_data_parallel() && side.data_parallel() > 1 &&
       side.devices_size() % side.data_parallel() != 0) {
@@ -137,7 +139,8 @@ absl::Status ValidateSpec(const v1::ExperimentSpec& spec) {
   if (dataset.input_tokens_range() >= dataset.input_tokens() && dataset.input_tokens_range() > 0) {
     p.Add("workload.dataset.input_tokens_range", "must be < input_tokens");
   }
-  if (dataset.output_tokens_range() >= dataset.output_tokens() && dataset.output_tokens_range() > 0) {
+  if (dataset.output_tokens_range() >= dataset.output_tokens() &&
+      dataset.output_tokens_range() > 0) {
     p.Add("workload.dataset.output_tokens_range", "must be < output_tokens");
   }
   if (dataset.prefix_cache_ratio() < 0 || dataset.prefix_cache_ratio() >= 1) {
@@ -160,8 +163,8 @@ absl::Status ValidateSpec(const v1::ExperimentSpec& spec) {
   for (const auto& [path, side] : {std::pair{"deployment.prefill", &deployment.prefill()},
                                    std::pair{"deployment.decode", &deployment.decode()}}) {
     if (!from_file && side->max_model_len() > 0 && longest > side->max_model_len()) {
-      p.Add("workload.dataset.input_tokens", "a request of up to ", longest,
-            " tokens exceeds ", path, ".max_model_len (", side->max_model_len(), ")");
+      p.Add("workload.dataset.input_tokens", "a request of up to ", longest, " tokens exceeds ",
+            path, ".max_model_len (", side->max_model_len(), ")");
     }
   }
 
@@ -169,7 +172,8 @@ absl::Status ValidateSpec(const v1::ExperimentSpec& spec) {
   NonNegative(p, "analysis.cards", analysis.cards());
   for (int i = 0; i < analysis.percentiles_size(); ++i) {
     double q = analysis.percentiles(i);
-    if (q <= 0 || q >= 100) p.Add(absl::StrCat("analysis.percentiles[", i, "]"), "must be in (0, 100), got ", q);
+    if (q <= 0 || q >= 100)
+      p.Add(absl::StrCat("analysis.percentiles[", i, "]"), "must be in (0, 100), got ", q);
   }
   double steady = analysis.steady_min_inflight_fraction();
   if (steady <= 0 || steady > 1) {
