@@ -10,21 +10,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "daemon/core/stages.h"
 
 namespace servelab::engines {
 
-std::string SideName(v1::Side side) {
-  switch (side) {
-    case v1::SIDE_PREFILL:
-      return "prefill";
-    case v1::SIDE_DECODE:
-      return "decode";
-    case v1::SIDE_ROUTER:
-      return "router";
-    default:
-      return "unspecified";
-  }
-}
+std::string SideName(v1::Side side) { return core::SideLabel(side); }
 
 std::string LoopbackUrl(int port) { return absl::StrCat("http://127.0.0.1:", port); }
 

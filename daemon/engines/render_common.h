@@ -19,7 +19,7 @@
 
 namespace servelab::engines {
 
-// "prefill", "decode", "router".
+// "prefill", "decode", "router" (core::SideLabel).
 std::string SideName(v1::Side side);
 // "http://127.0.0.1:PORT".
 std::string LoopbackUrl(int port);
