@@ -54,7 +54,8 @@ absl::StatusOr<v1::Decision> Decide(const v1::Result& candidate, const v1::Resul
                                     const v1::DecisionRule& rule) {
   bool steady = rule.window() == v1::WINDOW_STEADY;
   const std::string& metric = rule.metric();
-  absl::StatusOr<double> value = MetricValue(steady ? candidate.steady() : candidate.whole(), metric);
+  absl::StatusOr<double> value =
+      MetricValue(steady ? candidate.steady() : candidate.whole(), metric);
   if (!value.ok()) return value.status();
   absl::StatusOr<double> base = MetricValue(steady ? baseline.steady() : baseline.whole(), metric);
   if (!base.ok()) return base.status();

@@ -1,5 +1,8 @@
 #include "client/commands.h"
 
+#include <grpcpp/grpcpp.h>
+
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -8,9 +11,6 @@
 #include <memory>
 #include <sstream>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -105,8 +105,7 @@ class Cli {
       v1::ExperimentState parsed;
       std::string name = absl::AsciiStrToUpper(state);
       if (!absl::StartsWith(name, "EXPERIMENT_STATE_")) name = "EXPERIMENT_STATE_" + name;
-      if (!v1::ExperimentState_Parse(name, &parsed) ||
-          parsed == v1::EXPERIMENT_STATE_UNSPECIFIED) {
+      if (!v1::ExperimentState_Parse(name, &parsed) || parsed == v1::EXPERIMENT_STATE_UNSPECIFIED) {
         return Usage(absl::StrCat("unknown --state \"", state,
                                   "\": one of queued, running, succeeded, failed, cancelled"));
       }
@@ -172,11 +171,11 @@ class Cli {
     grpc::Status status = reader->Finish();
     if (!done) {
       if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-        std::string where =
-            got_one ? absl::StrCat(" (state ", StateName(last.state()), ", ",
-                                   last.progress().formal_requests_sent(), "/",
-                                   last.progress().formal_requests_planned(), " formal requests sent)")
-                    : "";
+        std::string where = got_one ? absl::StrCat(" (state ", StateName(last.state()), ", ",
+                                                   last.progress().formal_requests_sent(), "/",
+                                                   last.progress().formal_requests_planned(),
+                                                   " formal requests sent)")
+                                    : "";
         err_ << "error: DEADLINE_EXCEEDED: " << id << " did not reach \"" << until << "\" within "
              << absl::FormatDuration(timeout) << where << "\n";
         return kExitDeadlineExceeded;
@@ -373,15 +372,17 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
 
   SubmitArgs submit_args;
   CLI::App* submit = app.add_subcommand(
-      "submit", "Freeze a spec (-f FILE) or a delta on an experiment (--base ID --set ...) and "
-                "queue it");
+      "submit",
+      "Freeze a spec (-f FILE) or a delta on an experiment (--base ID --set ...) and "
+      "queue it");
   AddSubmitOptions(submit, &submit_args);
   submit->callback([&] { run = [&] { return cli.Submit(submit_args, /*validate_only=*/false); }; });
 
   SubmitArgs plan_args;
   CLI::App* plan = app.add_subcommand(
-      "plan", "Like submit, but only freeze and plan: show the frozen spec, changes and plan; "
-              "store nothing");
+      "plan",
+      "Like submit, but only freeze and plan: show the frozen spec, changes and plan; "
+      "store nothing");
   AddSubmitOptions(plan, &plan_args);
   plan->callback([&] { run = [&] { return cli.Submit(plan_args, /*validate_only=*/true); }; });
 
@@ -394,21 +395,24 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   std::string scenario, state;
   CLI::App* list = app.add_subcommand("list", "One line per experiment, oldest first");
   list->add_option("--scenario", scenario, "Only this scenario");
-  list->add_option("--state", state, "Only this state: queued, running, succeeded, failed, "
-                                     "cancelled");
+  list->add_option("--state", state,
+                   "Only this state: queued, running, succeeded, failed, "
+                   "cancelled");
   list->callback([&] { run = [&] { return cli.List(scenario, state); }; });
 
   CLI::App* watch = app.add_subcommand(
-      "watch", "Print every change of state, stage or progress until the experiment is final "
-               "(-o json: one JSON object per line)");
+      "watch",
+      "Print every change of state, stage or progress until the experiment is final "
+      "(-o json: one JSON object per line)");
   watch->add_option("id", id, "Experiment id")->required();
   watch->callback([&] { run = [&] { return cli.Watch(id); }; });
 
   std::string until, timeout;
   CLI::App* wait = app.add_subcommand(
-      "wait", "Block until the experiment's formal load was sent (sent: a formal request went "
-              "out, or it is final) or it is final (done); no polling. Exit 0 when reached, 7 on "
-              "--timeout, 8 when it ended without reaching it (done: not SUCCEEDED)");
+      "wait",
+      "Block until the experiment's formal load was sent (sent: a formal request went "
+      "out, or it is final) or it is final (done); no polling. Exit 0 when reached, 7 on "
+      "--timeout, 8 when it ended without reaching it (done: not SUCCEEDED)");
   wait->add_option("id", id, "Experiment id")->required();
   wait->add_option("--until", until, "sent or done")
       ->required()
@@ -418,8 +422,9 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
 
   DeltaArgs resume_delta;
   CLI::App* resume = app.add_subcommand(
-      "resume", "Resume a failed experiment as its failure class says; a delta may change only "
-                "fields of scope NOTHING or ANALYSIS (e.g. limits.formal_deadline)");
+      "resume",
+      "Resume a failed experiment as its failure class says; a delta may change only "
+      "fields of scope NOTHING or ANALYSIS (e.g. limits.formal_deadline)");
   resume->add_option("id", id, "Experiment id")->required();
   AddDeltaOptions(resume, &resume_delta);
   resume->callback([&] { run = [&] { return cli.Resume(id, resume_delta); }; });
@@ -429,8 +434,9 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   cancel->callback([&] { run = [&] { return cli.Cancel(id); }; });
 
   CLI::App* summary = app.add_subcommand(
-      "summary", "The handoff: daemon state, lane, queue, hot deployment, best per scenario, "
-                 "recent failures, next step");
+      "summary",
+      "The handoff: daemon state, lane, queue, hot deployment, best per scenario, "
+      "recent failures, next step");
   summary->callback([&] { run = [&] { return cli.Summary(); }; });
 
   for (CLI::App* command : app.get_subcommands({})) {

@@ -3,4 +3,6 @@
 
 #include "client/commands.h"
 
-int main(int argc, char** argv) { return servelab::client::RunCli(argc, argv, std::cout, std::cerr); }
+int main(int argc, char** argv) {
+  return servelab::client::RunCli(argc, argv, std::cout, std::cerr);
+}

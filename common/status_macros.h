@@ -9,9 +9,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#define SERVELAB_RETURN_IF_ERROR(expr)               \
-  do {                                               \
-    ::absl::Status servelab_status_ = (expr);        \
+#define SERVELAB_RETURN_IF_ERROR(expr)                   \
+  do {                                                   \
+    ::absl::Status servelab_status_ = (expr);            \
     if (!servelab_status_.ok()) return servelab_status_; \
   } while (0)
 

@@ -10,7 +10,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
   libsqlite3-dev libssl-dev libboost-dev libyaml-cpp-dev libcli11-dev
-  libgtest-dev libgmock-dev curl sqlite3
+  libgtest-dev libgmock-dev curl sqlite3 clang-format git
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

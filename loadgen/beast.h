@@ -5,6 +5,8 @@
 #ifndef SERVELAB_LOADGEN_BEAST_H_
 #define SERVELAB_LOADGEN_BEAST_H_
 
+// <utility> must come first (see above), so clang-format must not sort these.
+// clang-format off
 #include <utility>
 
 #include <boost/asio.hpp>
@@ -16,6 +18,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+// clang-format on
 
 namespace servelab::loadgen {
 namespace asio = boost::asio;

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <fstream>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "loadgen/random.h"
@@ -71,13 +71,13 @@ Prompt Synthesize(const v1::DatasetSpec& spec, uint64_t stream, int index, int32
 
 absl::Status ValidateDatasetSpec(const v1::DatasetSpec& spec) {
   if (spec.output_tokens() <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "workload.dataset.output_tokens must be > 0, got ", spec.output_tokens()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("workload.dataset.output_tokens must be > 0, got ", spec.output_tokens()));
   }
   if (spec.output_tokens_range() < 0 || spec.output_tokens_range() >= spec.output_tokens()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "workload.dataset.output_tokens_range must be in [0, output_tokens), got ",
-        spec.output_tokens_range()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("workload.dataset.output_tokens_range must be in [0, output_tokens), got ",
+                     spec.output_tokens_range()));
   }
   double ratio = spec.prefix_cache_ratio();
   if (!(ratio >= 0 && ratio < 1)) {
@@ -85,8 +85,8 @@ absl::Status ValidateDatasetSpec(const v1::DatasetSpec& spec) {
         absl::StrCat("workload.dataset.prefix_cache_ratio must be in [0, 1), got ", ratio));
   }
   if (spec.prefix_groups() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "workload.dataset.prefix_groups must be >= 0, got ", spec.prefix_groups()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("workload.dataset.prefix_groups must be >= 0, got ", spec.prefix_groups()));
   }
   if (!spec.file().path().empty()) return absl::OkStatus();
   if (spec.input_tokens() <= 0) {
@@ -94,16 +94,17 @@ absl::Status ValidateDatasetSpec(const v1::DatasetSpec& spec) {
         absl::StrCat("workload.dataset.input_tokens must be > 0, got ", spec.input_tokens()));
   }
   if (spec.input_tokens_range() < 0 || spec.input_tokens_range() >= spec.input_tokens()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "workload.dataset.input_tokens_range must be in [0, input_tokens), got ",
-        spec.input_tokens_range()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("workload.dataset.input_tokens_range must be in [0, input_tokens), got ",
+                     spec.input_tokens_range()));
   }
   // Every request needs at least one token of its own after the shared prefix.
   if (PrefixTokens(spec) >= spec.input_tokens() - spec.input_tokens_range()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "workload.dataset.prefix_cache_ratio ", ratio, " leaves no unique tokens in the shortest "
-        "prompt (input_tokens - input_tokens_range = ",
-        spec.input_tokens() - spec.input_tokens_range(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat("workload.dataset.prefix_cache_ratio ", ratio,
+                                                   " leaves no unique tokens in the shortest "
+                                                   "prompt (input_tokens - input_tokens_range = ",
+                                                   spec.input_tokens() - spec.input_tokens_range(),
+                                                   ")"));
   }
   return absl::OkStatus();
 }
@@ -113,9 +114,11 @@ absl::StatusOr<std::vector<Prompt>> BuildPrompts(const v1::DatasetSpec& spec, in
   if (count < 0) return absl::InvalidArgumentError("prompt count must be >= 0");
   std::vector<Prompt> prompts;
   if (!spec.file().path().empty()) {
-    absl::StatusOr<std::vector<Prompt>> file = ReadPromptFile(spec.file().path(), spec.output_tokens());
+    absl::StatusOr<std::vector<Prompt>> file =
+        ReadPromptFile(spec.file().path(), spec.output_tokens());
     if (!file.ok()) return file.status();
-    for (int i = 0; i < count; ++i) prompts.push_back((*file)[static_cast<size_t>(i) % file->size()]);
+    for (int i = 0; i < count; ++i)
+      prompts.push_back((*file)[static_cast<size_t>(i) % file->size()]);
     return prompts;
   }
   std::vector<std::vector<int32_t>> prefixes;
@@ -177,7 +180,8 @@ absl::StatusOr<std::vector<Prompt>> ReadPromptFile(const std::string& path,
     auto parsed = google::protobuf::util::JsonStringToMessage(line, &obj);
     std::string where = absl::StrCat(path, ":", line_no, ": ");
     if (!parsed.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, "not a JSON object: ", parsed.ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "not a JSON object: ", parsed.ToString()));
     }
     auto it = obj.fields().find("prompt");
     if (it == obj.fields().end()) return absl::InvalidArgumentError(where + "missing \"prompt\"");
@@ -199,10 +203,12 @@ absl::StatusOr<std::vector<Prompt>> ReadPromptFile(const std::string& path,
     if (auto o = obj.fields().find("output_tokens"); o != obj.fields().end()) {
       p.output_tokens = static_cast<int32_t>(o->second.number_value());
     }
-    if (p.output_tokens <= 0) return absl::InvalidArgumentError(where + "output_tokens must be > 0");
+    if (p.output_tokens <= 0)
+      return absl::InvalidArgumentError(where + "output_tokens must be > 0");
     prompts.push_back(std::move(p));
   }
-  if (prompts.empty()) return absl::InvalidArgumentError(absl::StrCat("prompt file ", path, " is empty"));
+  if (prompts.empty())
+    return absl::InvalidArgumentError(absl::StrCat("prompt file ", path, " is empty"));
   return prompts;
 }
 

@@ -114,10 +114,10 @@ TEST(DatasetTest, WarmupSharesNothingWithTheFormalSet) {
 }
 
 TEST(DatasetTest, RejectsBadSpecsNamingTheField) {
-  EXPECT_THAT(BuildPrompts(Spec(10, 0), 1),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("workload.dataset.output_tokens")));
-  EXPECT_THAT(BuildPrompts(Spec(0, 4), 1),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("workload.dataset.input_tokens")));
+  EXPECT_THAT(BuildPrompts(Spec(10, 0), 1), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                     HasSubstr("workload.dataset.output_tokens")));
+  EXPECT_THAT(BuildPrompts(Spec(0, 4), 1), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                    HasSubstr("workload.dataset.input_tokens")));
   EXPECT_THAT(BuildPrompts(Spec(10, 4, 1.0), 1),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("prefix_cache_ratio")));
   EXPECT_THAT(BuildPrompts(Spec(10, 4, -0.1), 1),
@@ -145,9 +145,11 @@ TEST(DatasetTest, ReadsAJsonlPromptFile) {
   EXPECT_EQ((*prompts)[1].output_tokens, 5);
   EXPECT_EQ((*prompts)[2].token_ids, (*prompts)[0].token_ids);  // Repeats.
   servelab::testing::WriteFile(path, "{\"text\": 1}\n");
-  EXPECT_THAT(BuildPrompts(s, 1), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(":1: missing")));
+  EXPECT_THAT(BuildPrompts(s, 1),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(":1: missing")));
   s.mutable_file()->set_path(dir.File("missing.jsonl"));
-  EXPECT_THAT(BuildPrompts(s, 1), StatusIs(absl::StatusCode::kNotFound, HasSubstr("missing.jsonl")));
+  EXPECT_THAT(BuildPrompts(s, 1),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("missing.jsonl")));
 }
 
 }  // namespace

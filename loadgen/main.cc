@@ -2,12 +2,11 @@
 // same library calls the daemon makes: dataset, schedule, runner, analysis.
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <optional>
 #include <thread>
-
-#include <CLI/CLI.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -47,7 +46,9 @@ absl::Status PrintResult(const v1::Result& result, const std::string& format) {
 absl::StatusOr<v1::Result> AnalyzeRecords(const std::vector<v1::RequestRecord>& records,
                                           const v1::ExperimentSpec& spec) {
   absl::StatusOr<v1::Result> result = analysis::Analyze(records, spec);
-  if (result.ok()) *result->mutable_computed_at() = google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now()));
+  if (result.ok())
+    *result->mutable_computed_at() =
+        google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now()));
   return result;
 }
 
@@ -106,28 +107,36 @@ struct Flags {
 absl::Status Validate(const Flags& f) {
   if (f.url.empty()) return absl::InvalidArgumentError("--url is required");
   if (f.num_requests <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--num-requests must be > 0, got ", f.num_requests));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--num-requests must be > 0, got ", f.num_requests));
   }
   if (f.concurrency <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--concurrency must be > 0, got ", f.concurrency));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--concurrency must be > 0, got ", f.concurrency));
   }
-  if (!(f.rate >= 0)) return absl::InvalidArgumentError(absl::StrCat("--rate must be >= 0, got ", f.rate));
+  if (!(f.rate >= 0))
+    return absl::InvalidArgumentError(absl::StrCat("--rate must be >= 0, got ", f.rate));
   if (!(f.burstiness > 0)) {
     return absl::InvalidArgumentError(absl::StrCat("--burstiness must be > 0, got ", f.burstiness));
   }
   if (f.output_tokens <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--output-tokens must be > 0, got ", f.output_tokens));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--output-tokens must be > 0, got ", f.output_tokens));
   }
   if (f.prompt_file.empty() && f.input_tokens <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--input-tokens must be > 0, got ", f.input_tokens));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--input-tokens must be > 0, got ", f.input_tokens));
   }
   if (!(f.prefix_ratio >= 0 && f.prefix_ratio < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("--prefix-ratio must be in [0, 1), got ", f.prefix_ratio));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--prefix-ratio must be in [0, 1), got ", f.prefix_ratio));
   }
   if (f.prefix_groups < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("--prefix-groups must be >= 0, got ", f.prefix_groups));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--prefix-groups must be >= 0, got ", f.prefix_groups));
   }
-  if (f.cards < 0) return absl::InvalidArgumentError(absl::StrCat("--cards must be >= 0, got ", f.cards));
+  if (f.cards < 0)
+    return absl::InvalidArgumentError(absl::StrCat("--cards must be >= 0, got ", f.cards));
   if (!(f.timeout_seconds > 0)) return absl::InvalidArgumentError("--timeout must be > 0");
   return absl::OkStatus();
 }
@@ -221,7 +230,8 @@ int RunLoad(const Flags& f, SignalCanceller& signals) {
   }
   absl::StatusOr<v1::Result> result = AnalyzeRecords(records, spec);
   if (!result.ok()) return Fail(std::string(result.status().message()));
-  if (absl::Status s = PrintResult(*result, f.format); !s.ok()) return Fail(std::string(s.message()));
+  if (absl::Status s = PrintResult(*result, f.format); !s.ok())
+    return Fail(std::string(s.message()));
   return 0;
 }
 
@@ -252,7 +262,8 @@ int Main(int argc, char** argv) {
   app.add_option("--input-range", f.input_range, "Prompt length spread: uniform +/- this");
   app.add_option("--output-tokens", f.output_tokens, "Output length (max_tokens = min_tokens)");
   app.add_option("--output-range", f.output_range, "Output length spread: uniform +/- this");
-  app.add_option("--prefix-ratio", f.prefix_ratio, "Target per-request prefix-cache hit ratio [0, 1)");
+  app.add_option("--prefix-ratio", f.prefix_ratio,
+                 "Target per-request prefix-cache hit ratio [0, 1)");
   app.add_option("--prefix-groups", f.prefix_groups, "Groups sharing a prefix (default 1)");
   app.add_flag("--no-cache-seed", f.no_cache_seed, "Do not send the cache-seed requests first");
   app.add_option("--prompt-file", f.prompt_file, "JSONL prompt file instead of synthetic prompts");

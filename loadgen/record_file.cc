@@ -38,12 +38,12 @@ absl::StatusOr<std::unique_ptr<RecordSink>> OpenRecordFile(const std::string& pa
 
 absl::StatusOr<RecordFile> ReadRecordFile(const std::string& path) {
   if (!Exists(path)) return absl::NotFoundError(absl::StrCat("no such file: ", path));
-  absl::StatusOr<RecordFile> file = IsSqlite(path)                     ? ReadSqliteRecordFile(path)
-                                    : absl::EndsWith(path, ".jsonl") ? ReadJsonlRecordFile(path)
-                                                                     : absl::StatusOr<RecordFile>(
-                                                                           absl::InvalidArgumentError(absl::StrCat(
-                                                                               "record file ", path,
-                                                                               " must end in .sqlite, .db or .jsonl")));
+  absl::StatusOr<RecordFile> file =
+      IsSqlite(path) ? ReadSqliteRecordFile(path)
+      : absl::EndsWith(path, ".jsonl")
+          ? ReadJsonlRecordFile(path)
+          : absl::StatusOr<RecordFile>(absl::InvalidArgumentError(
+                absl::StrCat("record file ", path, " must end in .sqlite, .db or .jsonl")));
   if (!file.ok()) return file;
   std::stable_sort(file->records.begin(), file->records.end(), [](const auto& a, const auto& b) {
     return std::make_tuple(a.phase(), a.attempt(), a.index()) <

@@ -50,8 +50,8 @@ class Reader {
   void Fail() { ok_ = false; }
 
   void Ws() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' ||
-                                s_[pos_] == '\t')) {
+    while (pos_ < s_.size() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t')) {
       ++pos_;
     }
   }
@@ -88,9 +88,9 @@ class Reader {
     }
     pos_ = static_cast<size_t>(p - s_.data());
     // Skip a fraction or exponent if present.
-    while (pos_ < s_.size() && (s_[pos_] == '.' || s_[pos_] == 'e' || s_[pos_] == 'E' ||
-                                s_[pos_] == '+' || s_[pos_] == '-' ||
-                                (s_[pos_] >= '0' && s_[pos_] <= '9'))) {
+    while (pos_ < s_.size() &&
+           (s_[pos_] == '.' || s_[pos_] == 'e' || s_[pos_] == 'E' || s_[pos_] == '+' ||
+            s_[pos_] == '-' || (s_[pos_] >= '0' && s_[pos_] <= '9'))) {
       ++pos_;
     }
     return v;

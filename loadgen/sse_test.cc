@@ -47,9 +47,10 @@ TEST(ParseStreamChunkTest, UsageChunk) {
 }
 
 TEST(ParseStreamChunkTest, ChatRoleChunkIsNotAToken) {
-  EXPECT_FALSE(ParseStreamChunk(R"({"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]})",
-                                v1::API_CHAT_COMPLETIONS)
-                   .has_tokens);
+  EXPECT_FALSE(
+      ParseStreamChunk(R"({"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]})",
+                       v1::API_CHAT_COMPLETIONS)
+          .has_tokens);
   EXPECT_TRUE(ParseStreamChunk(R"({"choices":[{"index":0,"delta":{"content":" w\"}{"}}]})",
                                v1::API_CHAT_COMPLETIONS)
                   .has_tokens);
@@ -64,8 +65,10 @@ TEST(ParseStreamChunkTest, EscapedKeysInsideTextAreNotFields) {
 
 TEST(ParseStreamChunkTest, DoneErrorAndMalformed) {
   EXPECT_TRUE(ParseStreamChunk("[DONE]", v1::API_COMPLETIONS).done);
-  EXPECT_EQ(ParseStreamChunk(R"({"error":{"message":"overloaded","code":503}})", v1::API_COMPLETIONS).error,
-            "overloaded");
+  EXPECT_EQ(
+      ParseStreamChunk(R"({"error":{"message":"overloaded","code":503}})", v1::API_COMPLETIONS)
+          .error,
+      "overloaded");
   EXPECT_THAT(ParseStreamChunk(R"({"choices":[{"text":)", v1::API_COMPLETIONS).error,
               HasSubstr("malformed"));
 }

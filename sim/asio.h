@@ -4,6 +4,8 @@
 #ifndef SERVELAB_SIM_ASIO_H_
 #define SERVELAB_SIM_ASIO_H_
 
+// <utility> must come first (see above), so clang-format must not sort these.
+// clang-format off
 #include <utility>
 
 #include <boost/asio.hpp>
@@ -13,6 +15,7 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+// clang-format on
 
 namespace servelab::sim {
 namespace asio = boost::asio;

@@ -13,17 +13,28 @@ constexpr absl::string_view kLast = "0\r\n\r\n";
 
 const char* ReasonPhrase(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 413: return "Payload Too Large";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "Status";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 413:
+      return "Payload Too Large";
+    case 429:
+      return "Too Many Requests";
+    case 500:
+      return "Internal Server Error";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "Status";
   }
 }
 
@@ -70,9 +81,9 @@ asio::awaitable<bool> ClientConn::EndChunked(absl::string_view data) {
     return Flush();
   }
   int n = snprintf(size_line_, sizeof(size_line_), "%zx\r\n", data.size());
-  buffers_ = Buffers{asio::buffer(size_line_, n), asio::buffer(data.data(), data.size()),
-                     asio::buffer(kCrlf.data(), kCrlf.size()),
-                     asio::buffer(kLast.data(), kLast.size())};
+  buffers_ =
+      Buffers{asio::buffer(size_line_, n), asio::buffer(data.data(), data.size()),
+              asio::buffer(kCrlf.data(), kCrlf.size()), asio::buffer(kLast.data(), kLast.size())};
   return Flush();
 }
 

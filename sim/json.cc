@@ -157,10 +157,14 @@ class Parser {
     for (int i = 0; i < 4; ++i) {
       char h = text_[pos_++];
       v <<= 4;
-      if (h >= '0' && h <= '9') v |= h - '0';
-      else if (h >= 'a' && h <= 'f') v |= h - 'a' + 10;
-      else if (h >= 'A' && h <= 'F') v |= h - 'A' + 10;
-      else return Error("bad \\u escape");
+      if (h >= '0' && h <= '9')
+        v |= h - '0';
+      else if (h >= 'a' && h <= 'f')
+        v |= h - 'a' + 10;
+      else if (h >= 'A' && h <= 'F')
+        v |= h - 'A' + 10;
+      else
+        return Error("bad \\u escape");
     }
     return v;
   }
@@ -180,14 +184,30 @@ class Parser {
       if (pos_ >= text_.size()) return Error("unterminated escape");
       char e = text_[pos_++];
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           absl::StatusOr<uint32_t> cp = ParseHex4();
           if (!cp.ok()) return cp.status();
@@ -265,8 +285,12 @@ absl::StatusOr<JsonValue> ParseJson(absl::string_view text) { return Parser(text
 namespace {
 void AppendJson(const JsonValue& v, std::string& out) {
   switch (v.type()) {
-    case JsonValue::Type::kNull: out += "null"; return;
-    case JsonValue::Type::kBool: out += v.bool_value() ? "true" : "false"; return;
+    case JsonValue::Type::kNull:
+      out += "null";
+      return;
+    case JsonValue::Type::kBool:
+      out += v.bool_value() ? "true" : "false";
+      return;
     case JsonValue::Type::kNumber:
       if (v.is_integer()) {
         absl::StrAppend(&out, v.int_value());
@@ -276,7 +300,9 @@ void AppendJson(const JsonValue& v, std::string& out) {
         out += buf;
       }
       return;
-    case JsonValue::Type::kString: out += JsonQuote(v.string_value()); return;
+    case JsonValue::Type::kString:
+      out += JsonQuote(v.string_value());
+      return;
     case JsonValue::Type::kArray: {
       out += '[';
       for (size_t i = 0; i < v.items().size(); ++i) {

@@ -30,9 +30,10 @@ TEST(JsonTest, ParsesNestedValues) {
 }
 
 TEST(JsonTest, RejectsMalformedInput) {
-  for (const char* bad : {"", "{", "{\"a\":}", "[1,]", "{\"a\" 1}", "tru", "\"abc", "01x",
-                          "{} extra", "[1 2]"}) {
-    EXPECT_THAT(ParseJson(bad), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("malformed")))
+  for (const char* bad :
+       {"", "{", "{\"a\":}", "[1,]", "{\"a\" 1}", "tru", "\"abc", "01x", "{} extra", "[1 2]"}) {
+    EXPECT_THAT(ParseJson(bad),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("malformed")))
         << bad;
   }
 }

@@ -53,8 +53,8 @@ std::vector<double> E2eBuckets() {
           30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 }
 std::vector<double> InterTokenBuckets() {
-  return {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0,
-          7.5,  10.0,  20.0, 40.0,  80.0};
+  return {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+          0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
 }
 
 void RenderHeader(absl::string_view name, absl::string_view type, absl::string_view help,
@@ -62,7 +62,8 @@ void RenderHeader(absl::string_view name, absl::string_view type, absl::string_v
   absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
 }
 
-void RenderSample(absl::string_view name, absl::string_view labels, double value, std::string& out) {
+void RenderSample(absl::string_view name, absl::string_view labels, double value,
+                  std::string& out) {
   if (labels.empty()) {
     absl::StrAppend(&out, name, " ", FormatValue(value), "\n");
   } else {

@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/strings/string_view.h"
-#include <vector>
 
 namespace servelab::sim {
 

@@ -38,10 +38,10 @@ TEST(PrefixCacheTest, OnlyTheCommonPrefixHits) {
 TEST(PrefixCacheTest, EvictsLeastRecentlyUsed) {
   PrefixCache cache(2, 4);
   std::vector<int64_t> a = Range(0, 5), b = Range(100, 5), c = Range(200, 5);
-  cache.Insert(a);  // 2 blocks
-  cache.Insert(b);  // 2 blocks, full
+  cache.Insert(a);                // 2 blocks
+  cache.Insert(b);                // 2 blocks, full
   EXPECT_EQ(cache.Lookup(a), 4);  // a is now most recent
-  cache.Insert(c);  // evicts b
+  cache.Insert(c);                // evicts b
   EXPECT_EQ(cache.size_blocks(), 4);
   EXPECT_EQ(cache.Lookup(b), 0);
   EXPECT_EQ(cache.Lookup(a), 4);

@@ -10,7 +10,8 @@
 namespace servelab::core {
 
 absl::StatusOr<v1::Result> AnalyzeStored(StageEnv& env, const v1::Experiment& e) {
-  const std::string source = e.plan().raw_records_from().empty() ? e.id() : e.plan().raw_records_from();
+  const std::string source =
+      e.plan().raw_records_from().empty() ? e.id() : e.plan().raw_records_from();
   SERVELAB_ASSIGN_OR_RETURN(int next, NextAttempt(env.store, source, v1::PHASE_FORMAL));
   if (next == 1) {
     return absl::FailedPreconditionError(absl::StrCat("no formal records stored for ", source));
@@ -41,10 +42,9 @@ absl::StatusOr<std::optional<v1::Decision>> DecideAgainstBaseline(StageEnv& env,
     baseline = *b;
   } else {
     // The scenario's best so far, by this experiment's own rule.
-    SERVELAB_ASSIGN_OR_RETURN(
-        std::vector<v1::Experiment> peers,
-        env.store.ListExperiments({.scenario = e.spec().scenario(),
-                                   .state = v1::EXPERIMENT_STATE_SUCCEEDED}));
+    SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> peers,
+                              env.store.ListExperiments({.scenario = e.spec().scenario(),
+                                                         .state = v1::EXPERIMENT_STATE_SUCCEEDED}));
     double best = 0;
     for (const v1::Experiment& peer : peers) {
       if (peer.id() == e.id() || !peer.has_result()) continue;

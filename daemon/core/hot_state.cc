@@ -19,10 +19,17 @@ absl::StatusOr<std::optional<HotState>> ReadHotState(Store& store) {
     }
     hot.warm = hot.warm && instance.has_warm_since();
     switch (instance.side()) {
-      case v1::SIDE_PREFILL: hot.fingerprints.set_prefill(instance.fingerprint()); break;
-      case v1::SIDE_DECODE: hot.fingerprints.set_decode(instance.fingerprint()); break;
-      case v1::SIDE_ROUTER: hot.fingerprints.set_router(instance.fingerprint()); break;
-      default: break;
+      case v1::SIDE_PREFILL:
+        hot.fingerprints.set_prefill(instance.fingerprint());
+        break;
+      case v1::SIDE_DECODE:
+        hot.fingerprints.set_decode(instance.fingerprint());
+        break;
+      case v1::SIDE_ROUTER:
+        hot.fingerprints.set_router(instance.fingerprint());
+        break;
+      default:
+        break;
     }
   }
   // Warmup is remembered by the experiment whose warmup ran last; reused

@@ -44,8 +44,8 @@ absl::StatusOr<v1::Experiment> Ledger::Update(std::string_view id, const Mutatio
   SERVELAB_ASSIGN_OR_RETURN(EventText text, mutate(*experiment));
   const absl::Time now = clock_.Now();
   *experiment->mutable_updated_at() = ToTimestamp(now);
-  Event event{.experiment_id = experiment->id(), .at = now, .kind = text.kind,
-              .detail = text.detail};
+  Event event{
+      .experiment_id = experiment->id(), .at = now, .kind = text.kind, .detail = text.detail};
   SERVELAB_RETURN_IF_ERROR(store_.UpdateExperiment(*experiment, event));
   Notify(*experiment);
   return experiment;

@@ -22,9 +22,8 @@ Decision DecideLaunch(const char* side, const std::string& wanted,
     return {v1::STAGE_ACTION_RUN, absl::StrCat("no ", side, " instance running")};
   }
   if (running == wanted) {
-    return {v1::STAGE_ACTION_REUSE,
-            absl::StrCat(side, " fingerprint unchanged ", ShortHash(wanted), " (running since ",
-                         hot->experiment_id, ")")};
+    return {v1::STAGE_ACTION_REUSE, absl::StrCat(side, " fingerprint unchanged ", ShortHash(wanted),
+                                                 " (running since ", hot->experiment_id, ")")};
   }
   return {v1::STAGE_ACTION_RUN, absl::StrCat(side, " fingerprint ", ShortHash(running), " -> ",
                                              ShortHash(wanted), ": relaunch ", side)};
@@ -64,9 +63,8 @@ v1::Plan MakePlan(const PlanInput& input) {
   if (input.reanalysis.has_value()) {
     // Only analysis fields changed on a finished experiment: its stored raw
     // records answer the new question; no request is sent.
-    const std::string reason =
-        absl::StrCat("analysis-only delta: raw records of ", input.reanalysis->experiment_id,
-                     " are reused");
+    const std::string reason = absl::StrCat("analysis-only delta: raw records of ",
+                                            input.reanalysis->experiment_id, " are reused");
     for (v1::StageName s : AllStages()) {
       if (s >= v1::STAGE_LAUNCH_PREFILL && s <= v1::STAGE_DRAIN_CONFIRM) {
         d[s] = {v1::STAGE_ACTION_SKIP, reason};
@@ -113,18 +111,17 @@ v1::Plan MakePlan(const PlanInput& input) {
     const bool seed = ratio > 0 && spec.workload().cache_prep() != v1::CACHE_PREP_RESET;
     // Measurements need a known cache state: always reset (cheap), then seed
     // when the scenario expects prefix hits.
-    d[v1::STAGE_CACHE_RESET] = {
-        v1::STAGE_ACTION_RUN, seed ? "reset before seeding" : "zero-cache scenario: start empty"};
+    d[v1::STAGE_CACHE_RESET] = {v1::STAGE_ACTION_RUN,
+                                seed ? "reset before seeding" : "zero-cache scenario: start empty"};
     d[v1::STAGE_CACHE_SEED] =
         seed ? Decision{v1::STAGE_ACTION_RUN,
                         absl::StrCat("seed ", spec.workload().dataset().prefix_groups(),
                                      " prefix groups for a ", ratio, " hit ratio")}
-             : Decision{v1::STAGE_ACTION_SKIP, ratio > 0 ? "cache_prep is reset"
-                                                         : "no shared prefixes to seed"};
-    d[v1::STAGE_FORMAL_LOAD] = {
-        v1::STAGE_ACTION_RUN,
-        absl::StrCat(spec.workload().num_requests(), " requests at concurrency ",
-                     spec.workload().concurrency())};
+             : Decision{v1::STAGE_ACTION_SKIP,
+                        ratio > 0 ? "cache_prep is reset" : "no shared prefixes to seed"};
+    d[v1::STAGE_FORMAL_LOAD] = {v1::STAGE_ACTION_RUN, absl::StrCat(spec.workload().num_requests(),
+                                                                   " requests at concurrency ",
+                                                                   spec.workload().concurrency())};
     d[v1::STAGE_DRAIN_CONFIRM] = {v1::STAGE_ACTION_RUN,
                                   "confirm every request ended before releasing the lane"};
     plan.set_adds_launch(any_launch);

@@ -36,7 +36,7 @@ struct Event {
 };
 
 struct ExperimentFilter {
-  std::string scenario;  // Empty: any.
+  std::string scenario;                                          // Empty: any.
   v1::ExperimentState state = v1::EXPERIMENT_STATE_UNSPECIFIED;  // Unspecified: any.
 };
 

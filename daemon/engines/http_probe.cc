@@ -182,8 +182,8 @@ absl::StatusOr<HttpResponse> ParseHttpResponse(absl::string_view raw) {
     response.body = *std::move(decoded);
   } else if (content_length >= 0) {
     if (body.size() < static_cast<size_t>(content_length)) {
-      return absl::UnavailableError(absl::StrCat("body truncated at ", body.size(), " of ",
-                                                 content_length, " bytes"));
+      return absl::UnavailableError(
+          absl::StrCat("body truncated at ", body.size(), " of ", content_length, " bytes"));
     }
     response.body = std::string(body.substr(0, static_cast<size_t>(content_length)));
   } else {
@@ -196,8 +196,8 @@ absl::StatusOr<HttpResponse> HttpGet(int port, absl::string_view path, absl::Dur
   return Exchange(port, "GET", path, "", /*send_body=*/false, timeout);
 }
 
-absl::StatusOr<HttpResponse> HttpPost(int port, absl::string_view path,
-                                      absl::string_view json_body, absl::Duration timeout) {
+absl::StatusOr<HttpResponse> HttpPost(int port, absl::string_view path, absl::string_view json_body,
+                                      absl::Duration timeout) {
   return Exchange(port, "POST", path, json_body, /*send_body=*/true, timeout);
 }
 

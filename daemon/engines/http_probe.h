@@ -31,8 +31,8 @@ struct HttpResponse {
 absl::StatusOr<HttpResponse> HttpGet(int port, absl::string_view path, absl::Duration timeout);
 
 // POST with `Content-Type: application/json` (an empty body is sent as such).
-absl::StatusOr<HttpResponse> HttpPost(int port, absl::string_view path,
-                                      absl::string_view json_body, absl::Duration timeout);
+absl::StatusOr<HttpResponse> HttpPost(int port, absl::string_view path, absl::string_view json_body,
+                                      absl::Duration timeout);
 
 // Parses a complete HTTP/1.1 response (status line, headers, body with
 // Content-Length, chunked encoding or read-to-close). Exposed for tests.

@@ -1,12 +1,11 @@
 #include "daemon/engines/http_probe.h"
 
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/strip.h"
@@ -95,7 +94,8 @@ TEST(HttpProbeTest, SilentServerIsDeadlineExceeded) {
 
 TEST(HttpProbeTest, ParsesChunkedAndContentLength) {
   absl::StatusOr<HttpResponse> r = ParseHttpResponse(
-      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;x=y\r\n world\r\n0\r\n\r\n");
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;x=y\r\n "
+      "world\r\n0\r\n\r\n");
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(r->body, "hello world");

@@ -170,8 +170,8 @@ absl::StatusOr<StartedProcess> StartProcess(const std::vector<std::string>& argv
   posix_spawn_file_actions_addclosefrom_np(&setup.actions_, STDERR_FILENO + 1);
 
   pid_t pid = 0;
-  int error = posix_spawn(&pid, argv[0].c_str(), &setup.actions_, &setup.attr_, args.data(),
-                          envp.data());
+  int error =
+      posix_spawn(&pid, argv[0].c_str(), &setup.actions_, &setup.attr_, args.data(), envp.data());
   close(log_fd);
   if (error != 0) {
     return absl::FailedPreconditionError(
@@ -181,9 +181,8 @@ absl::StatusOr<StartedProcess> StartProcess(const std::vector<std::string>& argv
   // start time is always readable here.
   absl::StatusOr<ProcStat> stat = ReadProcStat(pid);
   if (!stat.ok()) {
-    return absl::InternalError(
-        absl::StrCat("started pid ", pid, " but cannot read its start time: ",
-                     stat.status().message()));
+    return absl::InternalError(absl::StrCat(
+        "started pid ", pid, " but cannot read its start time: ", stat.status().message()));
   }
   return StartedProcess{pid, stat->start_ticks};
 }
@@ -214,9 +213,8 @@ absl::Status Stop(pid_t pid, int64_t start_ticks, absl::Duration grace) {
   if (WaitGroupGone(pid, start_ticks, grace)) return absl::OkStatus();
   SignalGroup(pid, SIGKILL);
   if (WaitGroupGone(pid, start_ticks, kKillWait)) return absl::OkStatus();
-  return absl::DeadlineExceededError(
-      absl::StrCat("process group ", pid, " still present ", absl::FormatDuration(kKillWait),
-                   " after SIGKILL"));
+  return absl::DeadlineExceededError(absl::StrCat(
+      "process group ", pid, " still present ", absl::FormatDuration(kKillWait), " after SIGKILL"));
 }
 
 std::string LogTail(const std::string& path, int max_lines) {

@@ -1,10 +1,9 @@
 #include "daemon/engines/process_launcher.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "tests/testing/status_matchers.h"
@@ -91,9 +90,9 @@ TEST(ProcessLauncherTest, SigkillAfterGraceWhenSigtermIsIgnored) {
       {"/usr/bin/env", "--ignore-signal=TERM", "/bin/sleep", "100"}, {}, dir.File("i.log"));
   ASSERT_THAT(p, IsOk());
   // Signal only once env has set SIGTERM to ignored and exec'd sleep.
-  ASSERT_TRUE(WaitFor(
-      [&] { return ReadFile(absl::StrCat("/proc/", p->pid, "/comm")) == "sleep\n"; },
-      absl::Seconds(10)));
+  ASSERT_TRUE(
+      WaitFor([&] { return ReadFile(absl::StrCat("/proc/", p->pid, "/comm")) == "sleep\n"; },
+              absl::Seconds(10)));
   absl::Time start = absl::Now();
   EXPECT_THAT(Stop(p->pid, p->start_ticks, absl::Milliseconds(300)), IsOk());
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(300));

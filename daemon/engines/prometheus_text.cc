@@ -109,7 +109,8 @@ absl::StatusOr<MetricSamples> ParsePrometheusText(absl::string_view text) {
     SkipSpaces(rest);
     std::vector<absl::string_view> fields = absl::StrSplit(rest, ' ', absl::SkipEmpty());
     // value [timestamp]
-    if (fields.empty() || fields.size() > 2) return bad("expected a value and an optional timestamp");
+    if (fields.empty() || fields.size() > 2)
+      return bad("expected a value and an optional timestamp");
     if (!ParseValue(fields[0], sample.value)) return bad("bad value");
     samples.push_back(std::move(sample));
   }

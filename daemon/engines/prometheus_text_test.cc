@@ -1,9 +1,9 @@
 #include "daemon/engines/prometheus_text.h"
 
-#include <cmath>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "daemon/engines/process_engine.h"
 #include "tests/testing/status_matchers.h"
@@ -15,7 +15,8 @@ using ::servelab::testing::IsOk;
 using ::servelab::testing::StatusIs;
 using ::testing::HasSubstr;
 
-constexpr char kVllmText[] = R"(# HELP vllm:num_requests_running Number of requests in model execution batches.
+constexpr char kVllmText[] =
+    R"(# HELP vllm:num_requests_running Number of requests in model execution batches.
 # TYPE vllm:num_requests_running gauge
 vllm:num_requests_running{model_name="m",engine="0"} 3
 vllm:num_requests_running{model_name="m",engine="1"} 2

@@ -2,12 +2,11 @@
 // scrape, reset, stop for prefill, decode and the router between them.
 #include "daemon/engines/sim_engine.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <deque>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "daemon/engines/engine_factory.h"
 #include "daemon/engines/http_probe.h"
@@ -71,10 +70,10 @@ TEST(SimEngineTest, RendersWhatTheSimAccepts) {
   absl::StatusOr<core::LaunchCommand> c =
       engine->Render(SimSpec(), v1::SIDE_PREFILL, core::Endpoints{41000, 0, 0}, "/logs");
   ASSERT_THAT(c, IsOk());
-  EXPECT_EQ(c->argv, (std::vector<std::string>{BinPath("servelab-sim"), "--role", "prefill",
-                                               "--host", "127.0.0.1", "--port", "41000",
-                                               "--time-scale", "0.01", "--model", "sim-moe",
-                                               "--config", "/logs/prefill.sim.yaml"}));
+  EXPECT_EQ(c->argv,
+            (std::vector<std::string>{BinPath("servelab-sim"), "--role", "prefill", "--host",
+                                      "127.0.0.1", "--port", "41000", "--time-scale", "0.01",
+                                      "--model", "sim-moe", "--config", "/logs/prefill.sim.yaml"}));
   EXPECT_EQ(c->port, 41000);
   EXPECT_EQ(c->log_path, "/logs/prefill.log");
   ASSERT_EQ(c->files.count("/logs/prefill.sim.yaml"), 1u);
@@ -133,7 +132,8 @@ TEST(SimEngineTest, PrefillDecodeRouterEndToEnd) {
   }
 
   // The sim applied the rendered config and model.
-  absl::StatusOr<HttpResponse> models = HttpGet(endpoints.decode_port, "/v1/models", absl::Seconds(5));
+  absl::StatusOr<HttpResponse> models =
+      HttpGet(endpoints.decode_port, "/v1/models", absl::Seconds(5));
   ASSERT_THAT(models, IsOk());
   EXPECT_THAT(models->body, HasSubstr("sim-moe"));
 
@@ -215,8 +215,9 @@ TEST(SimEngineTest, BadBinary) {
   absl::StatusOr<std::unique_ptr<core::Engine>> engine = MakeEngine(v1::ENGINE_SIM, options);
   ASSERT_THAT(engine, IsOk());
   // Found in preflight (Render), before anything is launched.
-  EXPECT_THAT((*engine)->Render(SimSpec(), v1::SIDE_PREFILL, core::Endpoints{}, "/tmp"),
-              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("/nonexistent/servelab-sim")));
+  EXPECT_THAT(
+      (*engine)->Render(SimSpec(), v1::SIDE_PREFILL, core::Endpoints{}, "/tmp"),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("/nonexistent/servelab-sim")));
   // And Launch of such a command says so too.
   core::LaunchCommand command;
   command.argv = {"/nonexistent/servelab-sim"};

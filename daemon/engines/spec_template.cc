@@ -40,9 +40,11 @@ absl::StatusOr<std::string> ValueText(const Message& message, const FieldDescrip
   const bool rep = index >= 0;
   switch (field.cpp_type()) {
     case FieldDescriptor::CPPTYPE_INT32:
-      return absl::StrCat(rep ? r.GetRepeatedInt32(message, &field, index) : r.GetInt32(message, &field));
+      return absl::StrCat(rep ? r.GetRepeatedInt32(message, &field, index)
+                              : r.GetInt32(message, &field));
     case FieldDescriptor::CPPTYPE_INT64:
-      return absl::StrCat(rep ? r.GetRepeatedInt64(message, &field, index) : r.GetInt64(message, &field));
+      return absl::StrCat(rep ? r.GetRepeatedInt64(message, &field, index)
+                              : r.GetInt64(message, &field));
     case FieldDescriptor::CPPTYPE_UINT32:
       return absl::StrCat(rep ? r.GetRepeatedUInt32(message, &field, index)
                               : r.GetUInt32(message, &field));
@@ -56,10 +58,9 @@ absl::StatusOr<std::string> ValueText(const Message& message, const FieldDescrip
       return DoubleText(rep ? r.GetRepeatedFloat(message, &field, index)
                             : r.GetFloat(message, &field));
     case FieldDescriptor::CPPTYPE_BOOL:
-      return std::string((rep ? r.GetRepeatedBool(message, &field, index)
-                              : r.GetBool(message, &field))
-                             ? "true"
-                             : "false");
+      return std::string(
+          (rep ? r.GetRepeatedBool(message, &field, index) : r.GetBool(message, &field)) ? "true"
+                                                                                         : "false");
     case FieldDescriptor::CPPTYPE_STRING:
       return rep ? r.GetRepeatedString(message, &field, index) : r.GetString(message, &field);
     case FieldDescriptor::CPPTYPE_ENUM:
@@ -137,9 +138,8 @@ absl::StatusOr<std::string> SpecFieldText(const v1::ExperimentSpec& spec, absl::
   return absl::InternalError(absl::StrCat("placeholder {", path, "} resolved to nothing"));
 }
 
-std::map<std::string, std::string> TemplateVariables(const v1::ExperimentSpec& spec,
-                                                     v1::Side side, int port,
-                                                     const core::Endpoints& endpoints,
+std::map<std::string, std::string> TemplateVariables(const v1::ExperimentSpec& spec, v1::Side side,
+                                                     int port, const core::Endpoints& endpoints,
                                                      const std::string& log_dir) {
   std::map<std::string, std::string> vars = {
       {"port", absl::StrCat(port)}, {"side", SideName(side)}, {"log_dir", log_dir}};
@@ -195,15 +195,14 @@ absl::StatusOr<std::string> ExpandTemplate(absl::string_view text, const v1::Exp
     bool is_variable = false;
     for (const char* v : kTemplateVariableNames) is_variable = is_variable || name == v;
     if (is_variable) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": placeholder {", name, "} is not known when rendering this side"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": placeholder {", name, "} is not known when rendering this side"));
     }
     absl::StatusOr<std::string> value = SpecFieldText(spec, name);
     if (!value.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": ", value.status().message(),
-                                                     " (variables: ",
-                                                     absl::StrJoin(kTemplateVariableNames, ", "),
-                                                     ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": ", value.status().message(),
+                       " (variables: ", absl::StrJoin(kTemplateVariableNames, ", "), ")"));
     }
     out += *value;
   }

@@ -30,14 +30,13 @@ namespace servelab::engines {
 // Names of the render variables; a template may use any of them, but only
 // those given a value for this render resolve.
 inline constexpr const char* kTemplateVariableNames[] = {
-    "port",        "side",       "log_dir",     "prefill_port", "decode_port",
+    "port",        "side",        "log_dir",    "prefill_port", "decode_port",
     "router_port", "prefill_url", "decode_url", "router_url"};
 
 // Variable values for rendering `side` on `port`: side, port, log_dir, and
 // the URL/port of every side whose port is known from `endpoints` or the spec.
-std::map<std::string, std::string> TemplateVariables(const v1::ExperimentSpec& spec,
-                                                     v1::Side side, int port,
-                                                     const core::Endpoints& endpoints,
+std::map<std::string, std::string> TemplateVariables(const v1::ExperimentSpec& spec, v1::Side side,
+                                                     int port, const core::Endpoints& endpoints,
                                                      const std::string& log_dir);
 
 // `where` names the template in errors, e.g. "deployment.prefill.command_argv[2]".

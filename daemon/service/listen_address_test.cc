@@ -46,7 +46,8 @@ TEST(ParseListenAddressTest, RemoteNeedsAllowRemote) {
 TEST(ParseListenAddressTest, Malformed) {
   for (const char* bad : {"", "127.0.0.1:1", "unix:", "tcp:", "tcp:127.0.0.1", "tcp:1.2.3.4:x",
                           "tcp:127.0.0.1:70000", "tcp:[::1:5", "tcp:::1:5"}) {
-    EXPECT_THAT(ParseListenAddress(bad, true), StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_))
+    EXPECT_THAT(ParseListenAddress(bad, true),
+                StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_))
         << bad;
   }
 }

@@ -1,16 +1,16 @@
 #include "daemon/service/metrics.h"
 
-#include <exception>
-#include <map>
-
 #include <prometheus/client_metric.h>
 #include <prometheus/collectable.h>
 #include <prometheus/metric_type.h>
 
+#include <exception>
+#include <map>
+
 #include "absl/strings/ascii.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "daemon/service/logging.h"
 
 namespace servelab::service {
@@ -58,12 +58,11 @@ Metrics::Metrics(core::ControlPlane& control_plane)
                           .Name("servelab_stage_duration_seconds")
                           .Help("Stage durations by stage and planned action (run, reuse, skip).")
                           .Register(*registry_)),
-      first_formal_request_(
-          prometheus::BuildHistogram()
-              .Name("servelab_time_to_first_formal_request_seconds")
-              .Help("From SubmitExperiment to the first formal request sent.")
-              .Register(*registry_)
-              .Add({}, LatencyBuckets())),
+      first_formal_request_(prometheus::BuildHistogram()
+                                .Name("servelab_time_to_first_formal_request_seconds")
+                                .Help("From SubmitExperiment to the first formal request sent.")
+                                .Register(*registry_)
+                                .Add({}, LatencyBuckets())),
       queue_wait_(prometheus::BuildHistogram()
                       .Name("servelab_queue_wait_seconds")
                       .Help("From preflight done to the accelerator lane.")
@@ -90,8 +89,8 @@ Metrics::Metrics(core::ControlPlane& control_plane)
 
 // From 1 ms (a reused hot deployment) to an hour (a cold launch).
 prometheus::Histogram::BucketBoundaries Metrics::LatencyBuckets() {
-  return {0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
-          1800, 3600};
+  return {0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5,  1,   2.5,
+          5,     10,    30,   60,   120,  300, 600,  1800, 3600};
 }
 
 void Metrics::ObserveStage(const std::string& stage, const std::string& action, double seconds) {

@@ -1,7 +1,8 @@
 // Metrics: the daemon's Prometheus metrics and their /metrics endpoint.
 //
 //   servelab_rpcs_total{method,code}  counter, one per finished RPC
-//   servelab_experiments{state}       gauge (state="queued", ...), asked of ControlPlane::CountByState
+//   servelab_experiments{state}       gauge (state="queued", ...), asked of
+//   ControlPlane::CountByState
 //                                     at scrape time (never stale)
 //   and, as the stage runner's core::RunnerMetrics:
 //   servelab_stage_duration_seconds{stage,action}       histogram
@@ -22,11 +23,6 @@
 #ifndef SERVELAB_DAEMON_SERVICE_METRICS_H_
 #define SERVELAB_DAEMON_SERVICE_METRICS_H_
 
-#include <memory>
-#include <string>
-#include <string_view>
-#include <vector>
-
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
 #include <prometheus/family.h>
@@ -34,6 +30,11 @@
 #include <prometheus/histogram.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "daemon/core/control_plane.h"

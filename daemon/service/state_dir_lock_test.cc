@@ -1,9 +1,8 @@
 #include "daemon/service/state_dir_lock.h"
 
-#include <unistd.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "tests/testing/status_matchers.h"
@@ -24,9 +23,8 @@ TEST(StateDirLockTest, WritesPidAndRefusesASecondHolder) {
   ASSERT_THAT(first, IsOk());
   EXPECT_EQ(testing::ReadFile(path), absl::StrCat(getpid(), "\n"));
   // flock conflicts between open file descriptions, even in one process.
-  EXPECT_THAT(StateDirLock::Acquire(path),
-              StatusIs(absl::StatusCode::kFailedPrecondition,
-                       HasSubstr(absl::StrCat("pid ", getpid()))));
+  EXPECT_THAT(StateDirLock::Acquire(path), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                                    HasSubstr(absl::StrCat("pid ", getpid()))));
   first->reset();
   EXPECT_THAT(StateDirLock::Acquire(path), IsOk());
 }

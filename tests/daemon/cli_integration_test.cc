@@ -1,16 +1,15 @@
 // The real binaries end to end: servelabd on a temp state dir, driven by the
 // servelab CLI. Assertions are on exit codes, gRPC code names, field paths
 // and the JSON the CLI prints — never on whole messages or log text.
+#include <gmock/gmock.h>
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <google/protobuf/util/json_util.h>
-#include <google/protobuf/util/message_differencer.h>
-#include <gtest/gtest.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -78,7 +77,9 @@ class CliIntegrationTest : public ::testing::Test {
     return daemon;
   }
 
-  std::string DaemonLog() { return ReadFile(dir_.File(absl::StrCat("servelabd", starts_, ".err"))); }
+  std::string DaemonLog() {
+    return ReadFile(dir_.File(absl::StrCat("servelabd", starts_, ".err")));
+  }
 
   RunResult Cli(std::vector<std::string> args) {
     args.insert(args.begin(), {BinPath("servelab"), "--addr", addr_});
@@ -113,8 +114,8 @@ class CliIntegrationTest : public ::testing::Test {
     std::string text = ReadFile(Example(example));
     EXPECT_THAT(text, HasSubstr(from)) << example;
     text = absl::StrReplaceAll(text, {{from, to}});
-    text = absl::StrReplaceAll(text, {{"expert_layout: layouts/",
-                                       "expert_layout: " + Example("layouts/")}});
+    text = absl::StrReplaceAll(
+        text, {{"expert_layout: layouts/", "expert_layout: " + Example("layouts/")}});
     std::string path = dir_.File(absl::StrCat("variant", ++variants_, ".yaml"));
     testing::WriteFile(path, text);
     return path;
@@ -134,8 +135,7 @@ TEST_F(CliIntegrationTest, SubmitDeltaStatusAndRestart) {
   EXPECT_EQ(base.state(), v1::EXPERIMENT_STATE_QUEUED);
   EXPECT_TRUE(base.parent_id().empty());
 
-  v1::Experiment delta =
-      SubmitJson({"--base", base.id(), "--set", "workload.concurrency=96"});
+  v1::Experiment delta = SubmitJson({"--base", base.id(), "--set", "workload.concurrency=96"});
   EXPECT_EQ(delta.parent_id(), base.id());
   ASSERT_EQ(delta.changes_size(), 1);
   EXPECT_EQ(delta.changes(0).path(), "workload.concurrency");
@@ -167,7 +167,8 @@ TEST_F(CliIntegrationTest, SubmitDeltaStatusAndRestart) {
   EXPECT_THAT(down.err, HasSubstr(addr_));
 
   daemon = StartDaemon();
-  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(StatusJson(base.id()), base_before));
+  EXPECT_TRUE(
+      google::protobuf::util::MessageDifferencer::Equals(StatusJson(base.id()), base_before));
   EXPECT_TRUE(
       google::protobuf::util::MessageDifferencer::Equals(StatusJson(delta.id()), delta_before));
   auto list = ParseJson<v1::ListExperimentsResponse>(ListJson());
@@ -205,8 +206,8 @@ TEST_F(CliIntegrationTest, LoopbackTcpAndRefusedRemote) {
   EXPECT_EQ(Cli({"list"}).exit_code, 0);
 
   testing::TempDir other;
-  RunResult remote =
-      testing::Run({BinPath("servelabd"), "--state-dir", other.path(), "--listen", "tcp:0.0.0.0:0"});
+  RunResult remote = testing::Run(
+      {BinPath("servelabd"), "--state-dir", other.path(), "--listen", "tcp:0.0.0.0:0"});
   EXPECT_NE(remote.exit_code, 0);
   EXPECT_THAT(remote.err, HasSubstr("--allow-remote"));
 }
@@ -248,8 +249,8 @@ TEST_F(CliIntegrationTest, WatchWaitAndCancel) {
 
   Process watch({BinPath("servelab"), "--addr", addr_, "watch", e.id(), "-o", "json"},
                 dir_.File("watch"));
-  ASSERT_TRUE(WaitFor([&] { return !ReadFile(dir_.File("watch.out")).empty(); },
-                      absl::Seconds(20)));
+  ASSERT_TRUE(
+      WaitFor([&] { return !ReadFile(dir_.File("watch.out")).empty(); }, absl::Seconds(20)));
   RunResult cancel = Cli({"cancel", e.id()});
   EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
   EXPECT_THAT(cancel.out, HasSubstr("CANCELLED"));
@@ -270,8 +271,8 @@ TEST_F(CliIntegrationTest, SigtermEndsOpenWatches) {
   auto daemon = StartDaemon();
   v1::Experiment e = SubmitJson({"-f", Example("16k-nocache.yaml")});
   Process watch({BinPath("servelab"), "--addr", addr_, "watch", e.id()}, dir_.File("watch"));
-  ASSERT_TRUE(WaitFor([&] { return !ReadFile(dir_.File("watch.out")).empty(); },
-                      absl::Seconds(20)));
+  ASSERT_TRUE(
+      WaitFor([&] { return !ReadFile(dir_.File("watch.out")).empty(); }, absl::Seconds(20)));
   absl::Time before = absl::Now();
   daemon->Signal(SIGTERM);
   EXPECT_EQ(daemon->Wait(), 0);
@@ -332,7 +333,7 @@ TEST_F(BadInputTest, EachIsRefusedClearlyAndNothingIsStored) {
       {"missing referenced file",
        variant("layouts/decode-layout-a.json", "layouts/no-such-layout.json"), kExitNotFound,
        "NOT_FOUND", "deployment.decode.expert_layout", kExitInvalidArgument, "INVALID_ARGUMENT"},
-      {"unknown base id", delta({"workload.concurrency=96"}) , kExitNotFound, "NOT_FOUND",
+      {"unknown base id", delta({"workload.concurrency=96"}), kExitNotFound, "NOT_FOUND",
        "exp-999"},
       {"--set on a missing path", delta({"workload.concurency=96"}), kExitInvalidArgument,
        "INVALID_ARGUMENT", "workload.concurency"},
@@ -376,8 +377,8 @@ TEST_F(BadInputTest, EachIsRefusedClearlyAndNothingIsStored) {
 }
 
 TEST(CliHelpTest, EveryCommandHasHelp) {
-  for (const char* command : {"submit", "plan", "status", "list", "watch", "wait", "resume",
-                              "cancel", "summary"}) {
+  for (const char* command :
+       {"submit", "plan", "status", "list", "watch", "wait", "resume", "cancel", "summary"}) {
     RunResult r = testing::Run({BinPath("servelab"), command, "--help"});
     EXPECT_EQ(r.exit_code, 0) << command;
     EXPECT_THAT(r.out, HasSubstr("Usage:")) << command;

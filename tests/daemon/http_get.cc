@@ -26,7 +26,8 @@ std::string HttpGet(const std::string& host, int port, const std::string& path) 
   std::string response;
   char buffer[4096];
   ssize_t n;
-  while ((n = read(fd, buffer, sizeof(buffer))) > 0) response.append(buffer, static_cast<size_t>(n));
+  while ((n = read(fd, buffer, sizeof(buffer))) > 0)
+    response.append(buffer, static_cast<size_t>(n));
   close(fd);
   return response;
 }

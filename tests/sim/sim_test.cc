@@ -40,9 +40,9 @@ JsonValue MustParse(const std::string& s) {
 }
 
 std::string StreamBody(const std::string& prompt_json, int tokens) {
-  return absl::StrCat(R"({"prompt":)", prompt_json, R"(,"max_tokens":)", tokens,
-                      R"(,"min_tokens":)", tokens,
-                      R"(,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}})");
+  return absl::StrCat(
+      R"({"prompt":)", prompt_json, R"(,"max_tokens":)", tokens, R"(,"min_tokens":)", tokens,
+      R"(,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}})");
 }
 
 std::string Words(int n, const std::string& stem = "w") {
@@ -73,8 +73,10 @@ TEST(SimHttpTest, CompletionStreamFormatUsageAndDone) {
     EXPECT_EQ(chunk.Find("object")->string_value(), "text_completion");
     const JsonValue& choice = chunk.Find("choices")->items()[0];
     EXPECT_FALSE(choice.Find("text")->string_value().empty());
-    if (i < 6) EXPECT_TRUE(choice.Find("finish_reason")->is_null());
-    else EXPECT_EQ(choice.Find("finish_reason")->string_value(), "length");
+    if (i < 6)
+      EXPECT_TRUE(choice.Find("finish_reason")->is_null());
+    else
+      EXPECT_EQ(choice.Find("finish_reason")->string_value(), "length");
   }
   JsonValue holder;
   const JsonValue& usage = Usage(data, holder);
@@ -93,8 +95,8 @@ TEST(SimHttpTest, CompletionStreamFormatUsageAndDone) {
 TEST(SimHttpTest, TextPromptIsOneTokenPerWordAndNonStreaming) {
   SimProcess sim(kFast);
   ASSERT_TRUE(sim.WaitHealthy());
-  HttpResponse r = Post(sim.port(), "/v1/completions",
-                        R"({"prompt":"the quick  brown\nfox","max_tokens":3})");
+  HttpResponse r =
+      Post(sim.port(), "/v1/completions", R"({"prompt":"the quick  brown\nfox","max_tokens":3})");
   ASSERT_EQ(r.status, 200) << r.body;
   JsonValue v = MustParse(r.body);
   EXPECT_EQ(v.Find("usage")->Find("prompt_tokens")->int_value(), 4);
@@ -117,7 +119,8 @@ TEST(SimHttpTest, ChatStreamAndNonStream) {
   EXPECT_EQ(first.Find("choices")->items()[0].Find("delta")->Find("role")->string_value(),
             "assistant");
   JsonValue token = MustParse(data[1]);
-  EXPECT_FALSE(token.Find("choices")->items()[0].Find("delta")->Find("content")->string_value().empty());
+  EXPECT_FALSE(
+      token.Find("choices")->items()[0].Find("delta")->Find("content")->string_value().empty());
   JsonValue holder;
   EXPECT_EQ(Usage(data, holder).Find("prompt_tokens")->int_value(), 2);
   EXPECT_EQ(Usage(data, holder).Find("completion_tokens")->int_value(), 4);
@@ -127,7 +130,8 @@ TEST(SimHttpTest, ChatStreamAndNonStream) {
   ASSERT_EQ(r.status, 200);
   JsonValue v = MustParse(r.body);
   EXPECT_EQ(v.Find("object")->string_value(), "chat.completion");
-  EXPECT_EQ(v.Find("choices")->items()[0].Find("message")->Find("role")->string_value(), "assistant");
+  EXPECT_EQ(v.Find("choices")->items()[0].Find("message")->Find("role")->string_value(),
+            "assistant");
 }
 
 TEST(SimHttpTest, RepeatedPromptHitsPrefixCacheAndResetClearsIt) {
@@ -140,7 +144,10 @@ TEST(SimHttpTest, RepeatedPromptHitsPrefixCacheAndResetClearsIt) {
     std::vector<std::string> data = SseData(r.body);
     JsonValue holder;
     return data.size() < 2 ? -1
-                           : Usage(data, holder).Find("prompt_tokens_details")->Find("cached_tokens")->int_value();
+                           : Usage(data, holder)
+                                 .Find("prompt_tokens_details")
+                                 ->Find("cached_tokens")
+                                 ->int_value();
   };
   EXPECT_EQ(cached(), 0);
   // 64 tokens, block size 16: three full blocks hit (the last token is always computed).
@@ -166,7 +173,8 @@ TEST(SimHttpTest, ModelsEndpoint) {
   ASSERT_TRUE(sim.WaitHealthy());
   JsonValue v = MustParse(Get(sim.port(), "/v1/models").body);
   EXPECT_EQ(v.Find("data")->items()[0].Find("id")->string_value(), "my-model");
-  EXPECT_EQ(Post(sim.port(), "/v1/completions", R"({"model":"my-model","prompt":"a"})").status, 200);
+  EXPECT_EQ(Post(sim.port(), "/v1/completions", R"({"model":"my-model","prompt":"a"})").status,
+            200);
   EXPECT_EQ(Post(sim.port(), "/v1/completions", R"({"model":"other","prompt":"a"})").status, 404);
 }
 
@@ -175,8 +183,8 @@ TEST(SimHttpTest, RouterMovesPrefillAndDecodeCounters) {
   SimProcess decode(Flags({"--role", "decode"}));
   ASSERT_TRUE(prefill.WaitHealthy());
   ASSERT_TRUE(decode.WaitHealthy());
-  SimProcess router(Flags({"--role", "router", "--prefill-url", prefill.url(), "--decode-url",
-                           decode.url()}));
+  SimProcess router(
+      Flags({"--role", "router", "--prefill-url", prefill.url(), "--decode-url", decode.url()}));
   ASSERT_TRUE(router.WaitHealthy());
   const std::string prompt = absl::StrCat("\"", Words(40), "\"");
   for (int round = 0; round < 2; ++round) {
@@ -209,16 +217,16 @@ TEST(SimHttpTest, RouterMovesPrefillAndDecodeCounters) {
   JsonValue holder;
   std::vector<std::string> data = SseData(r.body);
   ASSERT_GE(data.size(), 2u);
-  EXPECT_EQ(Usage(data, holder).Find("prompt_tokens_details")->Find("cached_tokens")->int_value(), 0);
+  EXPECT_EQ(Usage(data, holder).Find("prompt_tokens_details")->Find("cached_tokens")->int_value(),
+            0);
   // Bad input is answered by the router itself.
   EXPECT_EQ(Post(router.port(), "/v1/completions", R"({"prompt":"a","max_tokens":0})").status, 400);
 }
 
 TEST(SimHttpTest, RouterRejectsNonLoopbackUpstreams) {
-  servelab::testing::RunResult r =
-      servelab::testing::Run({servelab::testing::BinPath("servelab-sim"), "--role", "router",
-                              "--port", "0", "--prefill-url", "http://10.1.2.3:8000",
-                              "--decode-url", "http://127.0.0.1:8001"});
+  servelab::testing::RunResult r = servelab::testing::Run(
+      {servelab::testing::BinPath("servelab-sim"), "--role", "router", "--port", "0",
+       "--prefill-url", "http://10.1.2.3:8000", "--decode-url", "http://127.0.0.1:8001"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("not loopback"));
 }
@@ -320,8 +328,9 @@ TEST(SimHttpTest, DropFaultCutsTheStreamMidResponse) {
 TEST(SimHttpTest, ExitAfterRequestsFaultExitsTheProcess) {
   SimProcess sim(kFast);
   ASSERT_TRUE(sim.WaitHealthy());
-  ASSERT_EQ(Post(sim.port(), "/admin/faults", R"({"exit_after_requests": 2, "exit_code": 71})").status,
-            200);
+  ASSERT_EQ(
+      Post(sim.port(), "/admin/faults", R"({"exit_after_requests": 2, "exit_code": 71})").status,
+      200);
   EXPECT_EQ(Post(sim.port(), "/v1/completions", StreamBody("[1]", 2)).status, 200);
   HttpResponse second = Post(sim.port(), "/v1/completions", StreamBody("[1]", 2));
   EXPECT_EQ(second.status, 200);
@@ -334,7 +343,8 @@ TEST(SimHttpTest, RefuseConnectionsFaultThenRecovers) {
   SimProcess sim(kFast);
   ASSERT_TRUE(sim.WaitHealthy());
   // 100 modelled seconds = 1 s.
-  ASSERT_EQ(Post(sim.port(), "/admin/faults", R"({"refuse_connections_seconds": 100})").status, 200);
+  ASSERT_EQ(Post(sim.port(), "/admin/faults", R"({"refuse_connections_seconds": 100})").status,
+            200);
   EXPECT_TRUE(WaitFor([&] { return !Get(sim.port(), "/health").connected; }, absl::Seconds(2)));
   EXPECT_TRUE(WaitFor([&] { return Get(sim.port(), "/health").status == 200; }, absl::Seconds(10)));
 }
@@ -356,10 +366,10 @@ TEST(SimHttpTest, OverlapWitnessPerLoadTag) {
   ASSERT_TRUE(sim.WaitHealthy());
   for (const char* tag : {"exp-a", "exp-b"}) {
     for (int i = 0; i < 3; ++i) {
-      ASSERT_EQ(Post(sim.port(), "/v1/completions", StreamBody("[1,2]", 3),
-                     {{"x-servelab-load", tag}})
-                    .status,
-                200);
+      ASSERT_EQ(
+          Post(sim.port(), "/v1/completions", StreamBody("[1,2]", 3), {{"x-servelab-load", tag}})
+              .status,
+          200);
     }
   }
   JsonValue v = MustParse(Get(sim.port(), "/debug/loads").body);

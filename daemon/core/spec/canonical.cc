@@ -39,28 +39,28 @@ void AppendValue(std::string& out, const Message& message, const FieldDescriptor
   const bool rep = index >= 0;
   switch (field.cpp_type()) {
     case FieldDescriptor::CPPTYPE_INT32:
-      absl::StrAppend(&out, rep ? r.GetRepeatedInt32(message, &field, index)
-                                : r.GetInt32(message, &field));
+      absl::StrAppend(
+          &out, rep ? r.GetRepeatedInt32(message, &field, index) : r.GetInt32(message, &field));
       break;
     case FieldDescriptor::CPPTYPE_INT64:
-      absl::StrAppend(&out, rep ? r.GetRepeatedInt64(message, &field, index)
-                                : r.GetInt64(message, &field));
+      absl::StrAppend(
+          &out, rep ? r.GetRepeatedInt64(message, &field, index) : r.GetInt64(message, &field));
       break;
     case FieldDescriptor::CPPTYPE_UINT32:
-      absl::StrAppend(&out, rep ? r.GetRepeatedUInt32(message, &field, index)
-                                : r.GetUInt32(message, &field));
+      absl::StrAppend(
+          &out, rep ? r.GetRepeatedUInt32(message, &field, index) : r.GetUInt32(message, &field));
       break;
     case FieldDescriptor::CPPTYPE_UINT64:
-      absl::StrAppend(&out, rep ? r.GetRepeatedUInt64(message, &field, index)
-                                : r.GetUInt64(message, &field));
+      absl::StrAppend(
+          &out, rep ? r.GetRepeatedUInt64(message, &field, index) : r.GetUInt64(message, &field));
       break;
     case FieldDescriptor::CPPTYPE_DOUBLE:
-      AppendDouble(out, rep ? r.GetRepeatedDouble(message, &field, index)
-                            : r.GetDouble(message, &field));
+      AppendDouble(
+          out, rep ? r.GetRepeatedDouble(message, &field, index) : r.GetDouble(message, &field));
       break;
     case FieldDescriptor::CPPTYPE_FLOAT:
-      AppendDouble(out, rep ? r.GetRepeatedFloat(message, &field, index)
-                            : r.GetFloat(message, &field));
+      AppendDouble(out,
+                   rep ? r.GetRepeatedFloat(message, &field, index) : r.GetFloat(message, &field));
       break;
     case FieldDescriptor::CPPTYPE_BOOL:
       out += (rep ? r.GetRepeatedBool(message, &field, index) : r.GetBool(message, &field))
@@ -68,13 +68,13 @@ void AppendValue(std::string& out, const Message& message, const FieldDescriptor
                  : "false";
       break;
     case FieldDescriptor::CPPTYPE_STRING:
-      AppendString(out, rep ? r.GetRepeatedString(message, &field, index)
-                            : r.GetString(message, &field));
+      AppendString(
+          out, rep ? r.GetRepeatedString(message, &field, index) : r.GetString(message, &field));
       break;
     case FieldDescriptor::CPPTYPE_ENUM:
-      AppendString(out, (rep ? r.GetRepeatedEnum(message, &field, index)
-                             : r.GetEnum(message, &field))
-                            ->name());
+      AppendString(
+          out,
+          (rep ? r.GetRepeatedEnum(message, &field, index) : r.GetEnum(message, &field))->name());
       break;
     case FieldDescriptor::CPPTYPE_MESSAGE: {
       const Message& child =
@@ -184,8 +184,7 @@ std::string Sha256Hex(absl::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(digest), length));
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), length));
 }
 
 absl::StatusOr<std::string> Sha256File(const std::string& path) {
@@ -193,7 +192,8 @@ absl::StatusOr<std::string> Sha256File(const std::string& path) {
   if (!in) {
     int err = errno;
     std::string reason = err != 0 ? std::strerror(err) : "cannot open";
-    if (err == ENOENT) return absl::NotFoundError(absl::StrCat("file \"", path, "\" does not exist"));
+    if (err == ENOENT)
+      return absl::NotFoundError(absl::StrCat("file \"", path, "\" does not exist"));
     return absl::PermissionDeniedError(absl::StrCat("cannot read \"", path, "\": ", reason));
   }
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
@@ -207,8 +207,7 @@ absl::StatusOr<std::string> Sha256File(const std::string& path) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   EVP_DigestFinal_ex(ctx.get(), digest, &length);
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(digest), length));
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), length));
 }
 
 }  // namespace servelab::core::spec

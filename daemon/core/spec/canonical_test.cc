@@ -4,8 +4,8 @@
 
 #include "servelab/v1/spec.pb.h"
 #include "tests/testing/status_matchers.h"
-#include "tests/testing/temp_dir.h"
 #include "tests/testing/subprocess.h"
+#include "tests/testing/temp_dir.h"
 
 namespace servelab::core::spec {
 namespace {

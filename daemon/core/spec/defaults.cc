@@ -36,10 +36,12 @@ void ApplyDefaults(v1::ExperimentSpec& spec) {
 
   v1::WorkloadSpec& workload = *spec.mutable_workload();
   v1::DatasetSpec& dataset = *workload.mutable_dataset();
-  if (dataset.prefix_cache_ratio() > 0 && dataset.prefix_groups() == 0) dataset.set_prefix_groups(1);
+  if (dataset.prefix_cache_ratio() > 0 && dataset.prefix_groups() == 0)
+    dataset.set_prefix_groups(1);
   if (workload.arrival() == v1::ARRIVAL_UNSPECIFIED) workload.set_arrival(v1::ARRIVAL_POISSON);
   if (workload.burstiness() == 0) workload.set_burstiness(1.0);
-  if (workload.cache_prep() == v1::CACHE_PREP_UNSPECIFIED) workload.set_cache_prep(v1::CACHE_PREP_AUTO);
+  if (workload.cache_prep() == v1::CACHE_PREP_UNSPECIFIED)
+    workload.set_cache_prep(v1::CACHE_PREP_AUTO);
   if (workload.api() == v1::API_UNSPECIFIED) workload.set_api(v1::API_COMPLETIONS);
 
   v1::AnalysisSpec& analysis = *spec.mutable_analysis();

@@ -115,7 +115,7 @@ absl::StatusOr<FieldPath> ResolvePath(const Descriptor& root, absl::string_view 
     const bool descends = step.field->type() == FieldDescriptor::TYPE_MESSAGE &&
                           (!step.field->is_repeated() || step.index >= 0);
     current = descends && !IsValueMessage(*step.field->message_type()) ? step.field->message_type()
-                                                                      : nullptr;
+                                                                       : nullptr;
     result.steps.push_back(std::move(step));
   }
   return result;

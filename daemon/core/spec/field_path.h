@@ -18,8 +18,8 @@ namespace servelab::core::spec {
 
 struct PathStep {
   const google::protobuf::FieldDescriptor* field = nullptr;
-  int index = -1;        // For repeated fields: the element, or -1 for the whole field.
-  std::string map_key;   // For map fields with has_key.
+  int index = -1;       // For repeated fields: the element, or -1 for the whole field.
+  std::string map_key;  // For map fields with has_key.
   bool has_key = false;
 };
 

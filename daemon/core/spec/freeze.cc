@@ -72,8 +72,8 @@ absl::StatusOr<FrozenSpec> Freeze(const v1::ExperimentSpec& spec, const std::str
   frozen.spec = spec;
   ApplyDefaults(frozen.spec);
   SERVELAB_RETURN_IF_ERROR(ValidateSpec(frozen.spec));
-  SERVELAB_RETURN_IF_ERROR(ForEachFileRef(
-      frozen.spec, "", [&](v1::FileRef& file, const std::string& path) {
+  SERVELAB_RETURN_IF_ERROR(
+      ForEachFileRef(frozen.spec, "", [&](v1::FileRef& file, const std::string& path) {
         return ResolveFile(file, path, base_dir);
       }));
   frozen.canonical_json = CanonicalJson(frozen.spec);

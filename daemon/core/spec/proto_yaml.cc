@@ -109,8 +109,8 @@ absl::Status AssignMessageText(Message& target, const FieldDescriptor& field,
     target.GetReflection()->SetString(&target, path_field, std::string(text));
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(path, ": is a group of fields (",
-                                                 FieldNames(type), "); set one of them"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ": is a group of fields (", FieldNames(type), "); set one of them"));
 }
 
 }  // namespace
@@ -150,10 +150,9 @@ absl::Status AssignText(Message& message, const FieldDescriptor& field, int inde
         absl::StrCat(path, ": is a list; write [a, b], ", path, "[N]=x or ", path, "+=x"));
   }
   if (repeated && index >= 0 && index >= r.FieldSize(message, &field)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": index ", index,
-                                                   " out of range (the list has ",
-                                                   r.FieldSize(message, &field),
-                                                   " elements); append with +="));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": index ", index, " out of range (the list has ",
+                     r.FieldSize(message, &field), " elements); append with +="));
   }
   const bool append = index == kAppend;
 
@@ -167,13 +166,19 @@ absl::Status AssignText(Message& message, const FieldDescriptor& field, int inde
           return absl::InvalidArgumentError(absl::StrCat(path, ": ", v, " is out of range"));
         }
         auto v32 = static_cast<int32_t>(v);
-        if (!repeated) r.SetInt32(&message, &field, v32);
-        else if (append) r.AddInt32(&message, &field, v32);
-        else r.SetRepeatedInt32(&message, &field, index, v32);
+        if (!repeated)
+          r.SetInt32(&message, &field, v32);
+        else if (append)
+          r.AddInt32(&message, &field, v32);
+        else
+          r.SetRepeatedInt32(&message, &field, index, v32);
       } else {
-        if (!repeated) r.SetInt64(&message, &field, v);
-        else if (append) r.AddInt64(&message, &field, v);
-        else r.SetRepeatedInt64(&message, &field, index, v);
+        if (!repeated)
+          r.SetInt64(&message, &field, v);
+        else if (append)
+          r.AddInt64(&message, &field, v);
+        else
+          r.SetRepeatedInt64(&message, &field, index, v);
       }
       return absl::OkStatus();
     }
@@ -189,32 +194,44 @@ absl::Status AssignText(Message& message, const FieldDescriptor& field, int inde
       if (field.cpp_type() == FieldDescriptor::CPPTYPE_FLOAT) {
         return absl::InternalError(absl::StrCat(path, ": float fields are not used in specs"));
       }
-      if (!repeated) r.SetDouble(&message, &field, v);
-      else if (append) r.AddDouble(&message, &field, v);
-      else r.SetRepeatedDouble(&message, &field, index, v);
+      if (!repeated)
+        r.SetDouble(&message, &field, v);
+      else if (append)
+        r.AddDouble(&message, &field, v);
+      else
+        r.SetRepeatedDouble(&message, &field, index, v);
       return absl::OkStatus();
     }
     case FieldDescriptor::CPPTYPE_BOOL: {
       bool v;
       if (!ParseBool(text, &v)) return TypeError(field, path, Quoted(text));
-      if (!repeated) r.SetBool(&message, &field, v);
-      else if (append) r.AddBool(&message, &field, v);
-      else r.SetRepeatedBool(&message, &field, index, v);
+      if (!repeated)
+        r.SetBool(&message, &field, v);
+      else if (append)
+        r.AddBool(&message, &field, v);
+      else
+        r.SetRepeatedBool(&message, &field, index, v);
       return absl::OkStatus();
     }
     case FieldDescriptor::CPPTYPE_STRING: {
       std::string v(text);
-      if (!repeated) r.SetString(&message, &field, v);
-      else if (append) r.AddString(&message, &field, v);
-      else r.SetRepeatedString(&message, &field, index, v);
+      if (!repeated)
+        r.SetString(&message, &field, v);
+      else if (append)
+        r.AddString(&message, &field, v);
+      else
+        r.SetRepeatedString(&message, &field, index, v);
       return absl::OkStatus();
     }
     case FieldDescriptor::CPPTYPE_ENUM: {
       const EnumValueDescriptor* v = FindEnumValue(*field.enum_type(), text);
       if (v == nullptr) return TypeError(field, path, Quoted(text));
-      if (!repeated) r.SetEnum(&message, &field, v);
-      else if (append) r.AddEnum(&message, &field, v);
-      else r.SetRepeatedEnum(&message, &field, index, v);
+      if (!repeated)
+        r.SetEnum(&message, &field, v);
+      else if (append)
+        r.AddEnum(&message, &field, v);
+      else
+        r.SetRepeatedEnum(&message, &field, index, v);
       return absl::OkStatus();
     }
     case FieldDescriptor::CPPTYPE_MESSAGE: {

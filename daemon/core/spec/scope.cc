@@ -52,8 +52,8 @@ std::set<std::string> MapKeys(const Message& message, const FieldDescriptor& fie
   return keys;
 }
 
-void Diff(const Message& before, const Message& after, const std::string& prefix,
-          v1::Scope holder, std::vector<v1::FieldChange>& out) {
+void Diff(const Message& before, const Message& after, const std::string& prefix, v1::Scope holder,
+          std::vector<v1::FieldChange>& out) {
   const auto* descriptor = before.GetDescriptor();
   for (int i = 0; i < descriptor->field_count(); ++i) {
     const FieldDescriptor& field = *descriptor->field(i);

@@ -38,9 +38,8 @@ absl::Status CheckIndexes(const Message& root, const FieldPath& path) {
     const auto& r = *current->GetReflection();
     if (step.index >= 0) {
       if (step.index >= r.FieldSize(*current, step.field)) {
-        return absl::InvalidArgumentError(absl::StrCat(path.text, ": index ", step.index,
-                                                       " of ", step.field->name(),
-                                                       " out of range"));
+        return absl::InvalidArgumentError(absl::StrCat(path.text, ": index ", step.index, " of ",
+                                                       step.field->name(), " out of range"));
       }
       current = &r.GetRepeatedMessage(*current, step.field, step.index);
     } else {
@@ -79,8 +78,7 @@ absl::StatusOr<YAML::Node> ParseFlow(absl::string_view text, const std::string& 
   try {
     return YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": cannot read \"", text, "\": ", e.msg));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read \"", text, "\": ", e.msg));
   }
 }
 
@@ -125,8 +123,8 @@ absl::Status ApplySet(Message& spec, absl::string_view assignment) {
   bool append = assignment[eq - 1] == '+';
   absl::string_view path_text = assignment.substr(0, append ? eq - 1 : eq);
   absl::string_view value = assignment.substr(eq + 1);
-  SERVELAB_ASSIGN_OR_RETURN(FieldPath path,
-                            ResolvePath(*spec.GetDescriptor(), absl::StripAsciiWhitespace(path_text)));
+  SERVELAB_ASSIGN_OR_RETURN(
+      FieldPath path, ResolvePath(*spec.GetDescriptor(), absl::StripAsciiWhitespace(path_text)));
   // Work on a copy so a failed assignment leaves the spec as it was.
   std::unique_ptr<Message> copy(spec.New());
   copy->CopyFrom(spec);
@@ -136,8 +134,8 @@ absl::Status ApplySet(Message& spec, absl::string_view assignment) {
 }
 
 absl::Status ApplyUnset(Message& spec, absl::string_view path_text) {
-  SERVELAB_ASSIGN_OR_RETURN(FieldPath path,
-                            ResolvePath(*spec.GetDescriptor(), absl::StripAsciiWhitespace(path_text)));
+  SERVELAB_ASSIGN_OR_RETURN(
+      FieldPath path, ResolvePath(*spec.GetDescriptor(), absl::StripAsciiWhitespace(path_text)));
   SERVELAB_RETURN_IF_ERROR(CheckIndexes(spec, path));
   Message& holder = HolderOf(spec, path);
   const PathStep& last = path.steps.back();
