@@ -201,10 +201,7 @@ std::string ResetProbePrompt(const std::string& experiment_id) {
 absl::Status WaitIdle(StageEnv& env, const v1::ServingInstance& instance, absl::Time deadline) {
   while (true) {
     SERVELAB_ASSIGN_OR_RETURN(InstanceCounters c, env.engine.Scrape(instance));
-    if (c.requests_running == 0 && c.requests_waiting == 0 && c.requests_in_transfer == 0 &&
-        c.kv_cache_usage == 0) {
-      return absl::OkStatus();
-    }
+    if (!c.HoldsRequests() && c.kv_cache_usage == 0) return absl::OkStatus();
     if (env.clock.Now() >= deadline) {
       return absl::DeadlineExceededError(absl::StrCat(
           SideLabel(instance.side()), " never went idle for the cache reset: ", c.requests_running,

@@ -77,6 +77,12 @@ struct InstanceCounters {
   // Requests between the P/D queues (SGLang's prealloc / inflight /
   // transfer queue gauges): neither running nor waiting, yet not ended.
   double requests_in_transfer = 0;
+
+  // Some request has not ended here: the one definition drain and the cache
+  // reset's idle wait share, so a new queue gauge is counted by both.
+  bool HoldsRequests() const {
+    return requests_running > 0 || requests_waiting > 0 || requests_in_transfer > 0;
+  }
 };
 
 class Engine {

@@ -25,7 +25,7 @@ absl::StatusOr<std::vector<std::string>> BusyInstances(StageEnv& env) {
     absl::StatusOr<InstanceCounters> c = env.engine.Scrape(instance);
     if (!c.ok()) {
       busy.push_back(absl::StrCat(v1::Side_Name(instance.side()), ": ", c.status().message()));
-    } else if (c->requests_running > 0 || c->requests_waiting > 0 || c->requests_in_transfer > 0) {
+    } else if (c->HoldsRequests()) {
       // In transfer counts: a request between P's and D's queues has not
       // ended, though neither side reports it running or waiting.
       busy.push_back(absl::StrCat(v1::Side_Name(instance.side()), ": ", c->requests_running,

@@ -52,9 +52,16 @@ absl::StatusOr<const FlagTable*> Table(const std::string& tool, const std::strin
   return table;
 }
 
-absl::StatusOr<ParsedArgs> Parse(const FlagTable& table, const std::vector<std::string>& args) {
-  absl::StatusOr<ParsedArgs> parsed = engines::ParseFlags(table, args);
+// Parses `args` with the table of `tool` at `version` (as Table) and names
+// that table in `plan`.
+absl::StatusOr<ParsedArgs> ParseAs(const std::string& tool, const std::string& version,
+                                   const std::vector<std::string>& args, ShimPlan& plan) {
+  absl::StatusOr<const FlagTable*> table = Table(tool, version);
+  if (!table.ok()) return table.status();
+  absl::StatusOr<ParsedArgs> parsed = engines::ParseFlags(**table, args);
   if (!parsed.ok()) return Invalid(std::string(parsed.status().message()));
+  plan.tool = std::string((*table)->tool);
+  plan.version = std::string((*table)->version);
   return parsed;
 }
 
@@ -311,15 +318,10 @@ absl::StatusOr<ShimPlan> PlanVllmServe(const std::vector<std::string>& rest,
       }
     }
   }
-  absl::StatusOr<const FlagTable*> table =
-      Table(ascend ? "vllm-ascend serve" : "vllm serve", version);
-  if (!table.ok()) return table.status();
-  absl::StatusOr<ParsedArgs> args = Parse(**table, rest);
-  if (!args.ok()) return args.status();
-
   ShimPlan plan;
-  plan.tool = std::string((*table)->tool);
-  plan.version = std::string((*table)->version);
+  absl::StatusOr<ParsedArgs> args =
+      ParseAs(ascend ? "vllm-ascend serve" : "vllm serve", version, rest, plan);
+  if (!args.ok()) return args.status();
   absl::StatusOr<std::optional<KvTransfer>> kv = ReadKvTransfer(*args);
   if (!kv.ok()) return kv.status();
   std::string role = "unified";
@@ -360,14 +362,10 @@ absl::StatusOr<ShimPlan> PlanVllmServe(const std::vector<std::string>& rest,
 
 absl::StatusOr<ShimPlan> PlanSglangServer(const std::vector<std::string>& rest,
                                           const Environment& env) {
-  absl::StatusOr<const FlagTable*> table =
-      Table("sglang launch_server", Env(env, "SERVELAB_ENGINE_VERSION"));
-  if (!table.ok()) return table.status();
-  absl::StatusOr<ParsedArgs> args = Parse(**table, rest);
-  if (!args.ok()) return args.status();
   ShimPlan plan;
-  plan.tool = std::string((*table)->tool);
-  plan.version = std::string((*table)->version);
+  absl::StatusOr<ParsedArgs> args =
+      ParseAs("sglang launch_server", Env(env, "SERVELAB_ENGINE_VERSION"), rest, plan);
+  if (!args.ok()) return args.status();
 
   // server_args.py add_cli_args: --model-path is required=True.
   if (!args->Has("--model-path")) {
@@ -466,13 +464,9 @@ absl::StatusOr<ShimPlan> PlanVllmProxy(const std::string& tool, const std::strin
                                        const std::string& default_decode_port,
                                        const std::vector<std::string>& rest,
                                        const Environment& env) {
-  absl::StatusOr<const FlagTable*> table = Table(tool, RouterVersion(tool, env));
-  if (!table.ok()) return table.status();
-  absl::StatusOr<ParsedArgs> args = Parse(**table, rest);
-  if (!args.ok()) return args.status();
   ShimPlan plan;
-  plan.tool = std::string((*table)->tool);
-  plan.version = std::string((*table)->version);
+  absl::StatusOr<ParsedArgs> args = ParseAs(tool, RouterVersion(tool, env), rest, plan);
+  if (!args.ok()) return args.status();
   absl::StatusOr<std::vector<std::string>> prefill = HostPortUrls(
       *args, "prefiller", "--prefiller-hosts", "--prefiller-ports", default_prefill_port);
   if (!prefill.ok()) return prefill.status();
@@ -501,14 +495,10 @@ absl::Status CheckUrl(const std::string& flag, const std::string& url) {
 // --decode).
 absl::StatusOr<ShimPlan> PlanSglangRouter(const std::vector<std::string>& rest,
                                           const Environment& env) {
-  absl::StatusOr<const FlagTable*> table =
-      Table("sglang router", RouterVersion("sglang router", env));
-  if (!table.ok()) return table.status();
-  absl::StatusOr<ParsedArgs> args = Parse(**table, rest);
-  if (!args.ok()) return args.status();
   ShimPlan plan;
-  plan.tool = std::string((*table)->tool);
-  plan.version = std::string((*table)->version);
+  absl::StatusOr<ParsedArgs> args =
+      ParseAs("sglang router", RouterVersion("sglang router", env), rest, plan);
+  if (!args.ok()) return args.status();
   if (!args->Has("--pd-disaggregation")) {
     return Invalid("the engine shim simulates P/D routers only: pass --pd-disaggregation");
   }
