@@ -93,7 +93,7 @@ bool MeetsSlo(const v1::RequestRecord& r, const v1::SloSpec& slo) {
 
 v1::WindowResult Window(const std::string& name, const Bounds& bounds,
                         const std::vector<const v1::RequestRecord*>& records,
-                        const v1::AnalysisSpec& spec, int cards) {
+                        const v1::AnalysisSpec& spec, int device_count) {
   v1::WindowResult w;
   w.set_name(name);
   if (bounds.empty) return w;
@@ -131,7 +131,8 @@ v1::WindowResult Window(const std::string& name, const Bounds& bounds,
   if (duration > 0) {
     w.set_request_throughput(completed / duration);
     w.set_output_tokens_per_second(output_tokens / duration);
-    if (cards > 0) w.set_output_tokens_per_second_per_card(output_tokens / duration / cards);
+    if (device_count > 0)
+      w.set_output_tokens_per_second_per_device(output_tokens / duration / device_count);
     w.set_goodput(good / duration);
   }
   std::vector<double> extra(spec.percentiles().begin(), spec.percentiles().end());
@@ -144,7 +145,7 @@ v1::WindowResult Window(const std::string& name, const Bounds& bounds,
 
 absl::Status Validate(const v1::ExperimentSpec& spec) {
   const v1::AnalysisSpec& a = spec.analysis();
-  if (a.cards() < 0) return absl::InvalidArgumentError("analysis.cards must be >= 0");
+  if (a.device_count() < 0) return absl::InvalidArgumentError("analysis.device_count must be >= 0");
   double f = a.steady_min_inflight_fraction();
   if (!(f >= 0 && f <= 1)) {
     return absl::InvalidArgumentError(
@@ -162,25 +163,10 @@ absl::Status Validate(const v1::ExperimentSpec& spec) {
   return absl::OkStatus();
 }
 
-}  // namespace
+using Records = std::vector<const v1::RequestRecord*>;
 
-int ResolveCards(const v1::ExperimentSpec& spec) {
-  if (spec.analysis().cards() > 0) return spec.analysis().cards();
-  return spec.deployment().prefill().devices_size() + spec.deployment().decode().devices_size();
-}
-
-absl::StatusOr<v1::Result> Analyze(const std::vector<v1::RequestRecord>& records,
-                                   const v1::ExperimentSpec& spec) {
-  if (absl::Status s = Validate(spec); !s.ok()) return s;
-  if (records.empty()) return absl::InvalidArgumentError("no request records to analyze");
-
-  v1::Result result;
-  int cards = ResolveCards(spec);
-  result.set_cards(cards);
-
-  // Per-phase wall time and summed latency, phases in enum order.
-  std::map<v1::Phase, std::vector<const v1::RequestRecord*>> by_phase;
-  for (const auto& r : records) by_phase[r.phase()].push_back(&r);
+// Per-phase wall time and summed latency, phases in enum order.
+void AddPhaseTimings(const std::map<v1::Phase, Records>& by_phase, v1::Result& result) {
   for (const auto& [phase, rs] : by_phase) {
     v1::PhaseTiming* t = result.add_phases();
     t->set_phase(phase);
@@ -193,30 +179,39 @@ absl::StatusOr<v1::Result> Analyze(const std::vector<v1::RequestRecord>& records
     }
     t->set_summed_request_latency_seconds(Seconds(summed));
   }
+}
 
-  v1::Phase analyzed = v1::PHASE_UNSPECIFIED;
-  std::vector<const v1::RequestRecord*> selected;
-  if (by_phase.count(v1::PHASE_FORMAL)) {
-    analyzed = v1::PHASE_FORMAL;
-    selected = by_phase[v1::PHASE_FORMAL];
-  } else {
-    for (const auto& r : records) selected.push_back(&r);
-  }
-  result.set_analyzed_phase(analyzed);
-
+// The in-flight count the steady window needs: the fraction of C, at least 1.
+int SteadyThreshold(const v1::ExperimentSpec& spec) {
   const v1::AnalysisSpec& a = spec.analysis();
-  *result.mutable_whole() = Window("whole", WholeBounds(selected), selected, a, cards);
   double fraction = a.steady_min_inflight_fraction() > 0 ? a.steady_min_inflight_fraction() : 1.0;
-  int threshold =
-      std::max(1, static_cast<int>(std::ceil(fraction * spec.workload().concurrency() - 1e-9)));
-  Bounds steady = spec.workload().concurrency() > 0 ? SteadyBounds(selected, threshold) : Bounds{};
-  *result.mutable_steady() = Window("steady", steady, selected, a, cards);
-  result.mutable_steady()->set_steady_min_inflight(threshold);
+  return std::max(1, static_cast<int>(std::ceil(fraction * spec.workload().concurrency() - 1e-9)));
+}
 
+// Whether the completed request `r` got the token counts it asked for.
+void CountExactness(const v1::RequestRecord& r, v1::Exactness& exact) {
+  exact.set_requests(exact.requests() + 1);
+  bool in_ok = r.requested_prompt_tokens() == 0 || r.requested_prompt_tokens() == r.prompt_tokens();
+  bool out_ok = r.requested_completion_tokens() == 0 ||
+                r.requested_completion_tokens() == r.completion_tokens();
+  if (in_ok) exact.set_exact_input(exact.exact_input() + 1);
+  if (out_ok) exact.set_exact_output(exact.exact_output() + 1);
+  if ((!in_ok || !out_ok) && exact.deviating_index_size() < kMaxDeviatingIndexes) {
+    exact.add_deviating_index(r.request_index());
+  }
+  if (r.chunk_ns_size() != r.completion_tokens()) {
+    exact.set_chunk_count_mismatch(exact.chunk_count_mismatch() + 1);
+  }
+}
+
+// Over the analyzed requests: the client's schedule lag and queue time, the
+// prefix cache hit ratio and the exactness counts.
+void AddClientStats(const Records& selected, v1::Result& result) {
   std::vector<double> lag, queue;
   int64_t prompt_tokens = 0, cached_tokens = 0;
   bool cached_reported = false;
-  v1::Exactness* exact = result.mutable_exactness();
+  // Set even when no request completed: the result always carries the counts.
+  v1::Exactness& exact = *result.mutable_exactness();
   for (const auto* r : selected) {
     if (!Sent(*r)) continue;
     lag.push_back(Seconds(r->sent_ns() - r->planned_send_ns()));
@@ -230,19 +225,7 @@ absl::StatusOr<v1::Result> Analyze(const std::vector<v1::RequestRecord>& records
       cached_tokens += r->cached_tokens();
       cached_reported = true;
     }
-    exact->set_requests(exact->requests() + 1);
-    bool in_ok =
-        r->requested_prompt_tokens() == 0 || r->requested_prompt_tokens() == r->prompt_tokens();
-    bool out_ok = r->requested_completion_tokens() == 0 ||
-                  r->requested_completion_tokens() == r->completion_tokens();
-    if (in_ok) exact->set_exact_input(exact->exact_input() + 1);
-    if (out_ok) exact->set_exact_output(exact->exact_output() + 1);
-    if ((!in_ok || !out_ok) && exact->deviating_index_size() < kMaxDeviatingIndexes) {
-      exact->add_deviating_index(r->index());
-    }
-    if (r->chunk_ns_size() != r->completion_tokens()) {
-      exact->set_chunk_count_mismatch(exact->chunk_count_mismatch() + 1);
-    }
+    CountExactness(*r, exact);
   }
   lag = SortedCopy(std::move(lag));
   queue = SortedCopy(std::move(queue));
@@ -254,6 +237,47 @@ absl::StatusOr<v1::Result> Analyze(const std::vector<v1::RequestRecord>& records
   if (prompt_tokens > 0 && cached_reported) {
     result.set_prefix_cache_hit_ratio(static_cast<double>(cached_tokens) / prompt_tokens);
   }
+}
+
+}  // namespace
+
+int ResolveDeviceCount(const v1::ExperimentSpec& spec) {
+  if (spec.analysis().device_count() > 0) return spec.analysis().device_count();
+  return spec.deployment().prefill().devices_size() + spec.deployment().decode().devices_size();
+}
+
+absl::StatusOr<v1::Result> Analyze(const std::vector<v1::RequestRecord>& records,
+                                   const v1::ExperimentSpec& spec) {
+  if (absl::Status s = Validate(spec); !s.ok()) return s;
+  if (records.empty()) return absl::InvalidArgumentError("no request records to analyze");
+
+  v1::Result result;
+  int device_count = ResolveDeviceCount(spec);
+  result.set_device_count(device_count);
+
+  std::map<v1::Phase, Records> by_phase;
+  for (const auto& r : records) by_phase[r.phase()].push_back(&r);
+  AddPhaseTimings(by_phase, result);
+
+  // The formal load when there is one, else every record.
+  v1::Phase analyzed = v1::PHASE_UNSPECIFIED;
+  Records selected;
+  if (by_phase.count(v1::PHASE_FORMAL)) {
+    analyzed = v1::PHASE_FORMAL;
+    selected = by_phase[v1::PHASE_FORMAL];
+  } else {
+    for (const auto& r : records) selected.push_back(&r);
+  }
+  result.set_analyzed_phase(analyzed);
+
+  const v1::AnalysisSpec& a = spec.analysis();
+  *result.mutable_whole() = Window("whole", WholeBounds(selected), selected, a, device_count);
+  int threshold = SteadyThreshold(spec);
+  Bounds steady = spec.workload().concurrency() > 0 ? SteadyBounds(selected, threshold) : Bounds{};
+  *result.mutable_steady() = Window("steady", steady, selected, a, device_count);
+  result.mutable_steady()->set_steady_min_inflight(threshold);
+
+  AddClientStats(selected, result);
   return result;
 }
 

@@ -29,8 +29,8 @@
 // - Goodput: completed requests meeting every SLO given (an unset SLO does
 //   not constrain; the TPOT SLO applies only to requests with out > 1), per
 //   second of the window.
-// - Per card: cards = analysis.cards, or when 0 the number of prefill plus
-//   decode devices; per-card figures are 0 when that is 0 too.
+// - Per device: device_count = analysis.device_count, or when 0 the number of prefill plus
+//   decode devices; per-device figures are 0 when that is 0 too.
 // - Schedule lag = sent - planned_send; client queue = queued_ns.
 // - Exactness, over completed requests of the analyzed phase: the prompt
 //   (completion) is exact when requested_prompt_tokens (requested_completion_tokens)
@@ -50,14 +50,14 @@
 namespace servelab::analysis {
 
 // Reads the analysis parameters from spec.analysis(), the target
-// concurrency from spec.workload().concurrency() and the card count as above.
+// concurrency from spec.workload().concurrency() and the device count as above.
 // Result.computed_at is left unset so that a result is a function of its
 // inputs only; the caller stamps it.
 absl::StatusOr<v1::Result> Analyze(const std::vector<v1::RequestRecord>& records,
                                    const v1::ExperimentSpec& spec);
 
-// The card count used for per-card figures (see above).
-int ResolveCards(const v1::ExperimentSpec& spec);
+// The device count used for per-device figures (see above).
+int ResolveDeviceCount(const v1::ExperimentSpec& spec);
 
 }  // namespace servelab::analysis
 

@@ -31,7 +31,7 @@ v1::RequestRecord Rec(v1::Phase phase, int index, int64_t planned, int64_t sent,
   r.set_experiment_id("exp-1");
   r.set_phase(phase);
   r.set_attempt(1);
-  r.set_index(index);
+  r.set_request_index(index);
   r.set_planned_send_ns(planned * kMs);
   r.set_sent_ns(sent * kMs);
   r.set_queued_ns(queued * kMs);
@@ -66,7 +66,7 @@ std::vector<v1::RequestRecord> GoldenRecords() {
   rs.push_back(Rec(v1::PHASE_FORMAL, 3, 20, 33, 12, {}, 34, 0, 0, 0, 500));
   v1::RequestRecord never_sent;
   never_sent.set_phase(v1::PHASE_FORMAL);
-  never_sent.set_index(4);
+  never_sent.set_request_index(4);
   never_sent.set_planned_send_ns(30 * kMs);
   never_sent.set_error("cancelled before send");
   rs.push_back(never_sent);
@@ -98,7 +98,7 @@ TEST(AnalyzeTest, WholeWindowGolden) {
   absl::StatusOr<v1::Result> r = Analyze(GoldenRecords(), GoldenSpec());
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->analyzed_phase(), v1::PHASE_FORMAL);
-  EXPECT_EQ(r->cards(), 2);  // 1 prefill + 1 decode device.
+  EXPECT_EQ(r->device_count(), 2);  // 1 prefill + 1 decode device.
   const v1::WindowResult& w = r->whole();
   EXPECT_EQ(w.name(), "whole");
   EXPECT_NEAR(w.start_seconds(), 0.001, kEps);  // First send.
@@ -107,9 +107,9 @@ TEST(AnalyzeTest, WholeWindowGolden) {
   EXPECT_EQ(w.requests_completed(), 3);
   EXPECT_EQ(w.requests_failed(), 1);
   EXPECT_EQ(w.output_tokens(), 9);
-  EXPECT_NEAR(w.request_throughput(), 3 / 0.080, kEps);                     // 37.5
-  EXPECT_NEAR(w.output_tokens_per_second(), 9 / 0.080, kEps);               // 112.5
-  EXPECT_NEAR(w.output_tokens_per_second_per_card(), 9 / 0.080 / 2, kEps);  // 56.25
+  EXPECT_NEAR(w.request_throughput(), 3 / 0.080, kEps);                       // 37.5
+  EXPECT_NEAR(w.output_tokens_per_second(), 9 / 0.080, kEps);                 // 112.5
+  EXPECT_NEAR(w.output_tokens_per_second_per_device(), 9 / 0.080 / 2, kEps);  // 56.25
   // SLO ttft <= 15 ms and tpot <= 12 ms: R0 (10, 10) yes; R1 ttft 20 no; R2 tpot 13.3 no.
   EXPECT_NEAR(w.goodput(), 1 / 0.080, kEps);
   // TTFT {10, 10, 20}: p90 h = 1.8 -> 10 + 0.8 * 10; p99 h = 1.98.
@@ -142,7 +142,7 @@ TEST(AnalyzeTest, SteadyWindowGolden) {
   EXPECT_EQ(s.output_tokens(), 5);
   EXPECT_NEAR(s.request_throughput(), 2 / 0.032, kEps);        // 62.5
   EXPECT_NEAR(s.output_tokens_per_second(), 5 / 0.032, kEps);  // 156.25
-  EXPECT_NEAR(s.output_tokens_per_second_per_card(), 5 / 0.032 / 2, kEps);
+  EXPECT_NEAR(s.output_tokens_per_second_per_device(), 5 / 0.032 / 2, kEps);
   EXPECT_NEAR(s.goodput(), 1 / 0.032, kEps);  // R0 only.
   ExpectStats(s.ttft(), 15, 15, 19, 19.9, 20, 2);
   ExpectStats(s.tpot(), 10, 10, 10, 10, 10, 2);
@@ -221,14 +221,14 @@ TEST(AnalyzeTest, SteadyNeverReachedIsEmptyAndLabeled) {
 
 TEST(AnalyzeTest, CardsFromSpecAndChunkMismatch) {
   v1::ExperimentSpec spec = GoldenSpec();
-  spec.mutable_analysis()->set_cards(16);
+  spec.mutable_analysis()->set_device_count(16);
   std::vector<v1::RequestRecord> rs = {Rec(v1::PHASE_WARMUP, 0, 0, 0, 0, {10, 20}, 20, 10, 3, 0)};
   absl::StatusOr<v1::Result> r = Analyze(rs, spec);
   ASSERT_THAT(r, IsOk());
-  EXPECT_EQ(r->cards(), 16);
+  EXPECT_EQ(r->device_count(), 16);
   EXPECT_EQ(r->analyzed_phase(), v1::PHASE_UNSPECIFIED);  // No formal records: all of them.
   EXPECT_EQ(r->exactness().chunk_count_mismatch(), 1);    // 2 chunks, usage says 3.
-  EXPECT_NEAR(r->whole().output_tokens_per_second_per_card(), 3 / 0.020 / 16, kEps);
+  EXPECT_NEAR(r->whole().output_tokens_per_second_per_device(), 3 / 0.020 / 16, kEps);
 }
 
 TEST(AnalyzeTest, RejectsEmptyRecordsAndBadSpec) {

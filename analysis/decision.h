@@ -5,7 +5,7 @@
 //       analysis::Decide(candidate, baseline, "exp-7", spec.analysis().decision()));
 //
 // rule.metric names a field of WindowResult: a top-level number
-// ("output_tokens_per_second_per_card", "goodput", ...) where higher is
+// ("output_tokens_per_second_per_device", "goodput", ...) where higher is
 // better, or "<latency>.<stat>" ("ttft.p99", "e2e.mean") where lower is
 // better. The window is rule.window (unspecified means whole). Verdict "keep"
 // when the improvement (in the metric's better direction) is at least

@@ -14,22 +14,22 @@ using ::testing::HasSubstr;
 
 v1::Result WithPerCard(double whole, double steady) {
   v1::Result r;
-  r.mutable_whole()->set_output_tokens_per_second_per_card(whole);
-  r.mutable_steady()->set_output_tokens_per_second_per_card(steady);
+  r.mutable_whole()->set_output_tokens_per_second_per_device(whole);
+  r.mutable_steady()->set_output_tokens_per_second_per_device(steady);
   return r;
 }
 
 TEST(DecideTest, FittedLayoutIsASmallRealGain) {
-  // docs/design.md §1: 147.9064 -> 149.1070 tok/s per card, +0.81%.
+  // docs/design.md §1: 147.9064 -> 149.1070 tok/s per device, +0.81%.
   v1::DecisionRule rule;
-  rule.set_metric("output_tokens_per_second_per_card");
+  rule.set_metric("output_tokens_per_second_per_device");
   rule.set_min_improvement(0.005);
   absl::StatusOr<v1::Decision> d =
       Decide(WithPerCard(149.1070, 0), WithPerCard(147.9064, 0), "exp-1", rule);
   ASSERT_THAT(d, IsOk());
   EXPECT_NEAR(d->delta_fraction(), (149.1070 - 147.9064) / 147.9064, 1e-12);
   EXPECT_EQ(d->verdict(), "keep");
-  EXPECT_EQ(d->metric(), "whole.output_tokens_per_second_per_card");
+  EXPECT_EQ(d->metric(), "whole.output_tokens_per_second_per_device");
   rule.set_min_improvement(0.01);
   EXPECT_EQ(Decide(WithPerCard(149.1070, 0), WithPerCard(147.9064, 0), "exp-1", rule)->verdict(),
             "close");

@@ -32,8 +32,8 @@ std::string FormatResult(const v1::Result& r) {
   const v1::WindowResult& w = r.whole();
   const v1::WindowResult& s = r.steady();
   std::string out;
-  out += absl::StrFormat("Analysis of phase %s (%d cards)\n", v1::Phase_Name(r.analyzed_phase()),
-                         r.cards());
+  out += absl::StrFormat("Analysis of phase %s (%d devices)\n", v1::Phase_Name(r.analyzed_phase()),
+                         r.device_count());
   out += Line("window", "whole", absl::StrCat("steady (>=", s.steady_min_inflight(), ")"));
   out += Line("bounds (s since load start)",
               absl::StrFormat("%.3f-%.3f", w.start_seconds(), w.end_seconds()),
@@ -50,8 +50,8 @@ std::string FormatResult(const v1::Result& r) {
       Line("request throughput (req/s)", Num(w.request_throughput()), Num(s.request_throughput()));
   out +=
       Line("output tokens/s", Num(w.output_tokens_per_second()), Num(s.output_tokens_per_second()));
-  out += Line("output tokens/s per card", Num(w.output_tokens_per_second_per_card()),
-              Num(s.output_tokens_per_second_per_card()));
+  out += Line("output tokens/s per device", Num(w.output_tokens_per_second_per_device()),
+              Num(s.output_tokens_per_second_per_device()));
   out += Line("goodput (req/s)", Num(w.goodput()), Num(s.goodput()));
   Latency(out, "TTFT", w.ttft(), s.ttft());
   Latency(out, "TPOT", w.tpot(), s.tpot());

@@ -188,7 +188,7 @@ int Main(int argc, char** argv) {
   std::vector<double> diffs;
   for (const auto& r : a.records) {
     if (r.first_token_ns() == 0 || !r.error().empty()) continue;
-    auto it = server.find(loadgen::RequestId("streams", r.phase(), r.attempt(), r.index()));
+    auto it = server.find(loadgen::RequestId("streams", r.phase(), r.attempt(), r.request_index()));
     if (it == server.end()) continue;
     diffs.push_back(std::abs((r.first_token_ns() - r.sent_ns()) / 1e9 - it->second));
   }

@@ -35,11 +35,6 @@ constexpr char kAddressHelp[] =
     "SERVELAB_STATE_DIR is set, else unix:./.state/servelab.sock. Forms: unix:PATH,\n"
     "tcp:HOST:PORT (servelabd writes its bound address to STATE_DIR/servelabd.addr).\n";
 
-bool IsFinal(v1::ExperimentState state) {
-  return state == v1::EXPERIMENT_STATE_SUCCEEDED || state == v1::EXPERIMENT_STATE_FAILED ||
-         state == v1::EXPERIMENT_STATE_CANCELLED;
-}
-
 struct DeltaArgs {
   std::vector<std::string> set;
   std::vector<std::string> unset;
@@ -171,7 +166,7 @@ class Cli {
     grpc::Status status = reader->Finish();
     if (!done) {
       if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-        std::string where = got_one ? absl::StrCat(" (state ", StateName(last.state()), ", ",
+        std::string where = got_one ? absl::StrCat(" (state ", StateLabel(last.state()), ", ",
                                                    last.progress().formal_requests_sent(), "/",
                                                    last.progress().formal_requests_planned(),
                                                    " formal requests sent)")
@@ -186,16 +181,16 @@ class Cli {
       return kExitOther;
     }
     out_ << (Json() ? ToJson(last, /*pretty=*/true) + "\n"
-                    : absl::StrCat(id, " ", until, ": ", StateName(last.state()), ", ",
+                    : absl::StrCat(id, " ", until, ": ", StateLabel(last.state()), ", ",
                                    last.progress().formal_requests_sent(), "/",
                                    last.progress().formal_requests_planned(),
                                    " formal requests sent\n"));
     bool succeeded = last.state() == v1::EXPERIMENT_STATE_SUCCEEDED;
     bool sent = last.progress().formal_requests_sent() > 0;
     if ((until_done && !succeeded) || (!until_done && !sent)) {
-      err_ << "error: NOT_REACHED: " << id << " ended " << StateName(last.state())
+      err_ << "error: NOT_REACHED: " << id << " ended " << StateLabel(last.state())
            << (last.failure_class() != v1::FAILURE_CLASS_UNSPECIFIED
-                   ? absl::StrCat(" (", FailureClassName(last.failure_class()), ")")
+                   ? absl::StrCat(" (", v1::FailureClass_Name(last.failure_class()), ")")
                    : "")
            << (until_done ? "" : " without sending a formal request") << "\n";
       return kExitNotReached;
@@ -354,6 +349,89 @@ std::string GrpcTarget(const std::string& address) {
   return address;
 }
 
+// What the subcommands parse into; outlives the parse and the run.
+struct CommandArgs {
+  SubmitArgs submit_args;
+  SubmitArgs plan_args;
+  std::string id;
+  std::string scenario;
+  std::string state;
+  std::string until;
+  std::string timeout;
+  DeltaArgs resume_delta;
+};
+
+// submit, plan, status, list: commands that create or read experiments.
+void AddExperimentCommands(CLI::App& app, Cli& cli, CommandArgs& args, std::function<int()>& run) {
+  CLI::App* submit = app.add_subcommand(
+      "submit",
+      "Freeze a spec (-f FILE) or a delta on an experiment (--base ID --set ...) and "
+      "queue it");
+  AddSubmitOptions(submit, &args.submit_args);
+  submit->callback(
+      [&] { run = [&] { return cli.Submit(args.submit_args, /*validate_only=*/false); }; });
+
+  CLI::App* plan = app.add_subcommand(
+      "plan",
+      "Like submit, but only freeze and plan: show the frozen spec, changes and plan; "
+      "store nothing");
+  AddSubmitOptions(plan, &args.plan_args);
+  plan->callback([&] { run = [&] { return cli.Submit(args.plan_args, /*validate_only=*/true); }; });
+
+  CLI::App* status = app.add_subcommand(
+      "status", "State, current stage, formal requests sent/planned, blocker, changes, plan");
+  status->add_option("id", args.id, "Experiment id")->required();
+  status->callback([&] { run = [&] { return cli.Status(args.id); }; });
+
+  CLI::App* list = app.add_subcommand("list", "One line per experiment, oldest first");
+  list->add_option("--scenario", args.scenario, "Only this scenario");
+  list->add_option("--state", args.state,
+                   "Only this state: queued, running, succeeded, failed, "
+                   "cancelled");
+  list->callback([&] { run = [&] { return cli.List(args.scenario, args.state); }; });
+
+  CLI::App* watch = app.add_subcommand(
+      "watch",
+      "Print every change of state, stage or progress until the experiment is final "
+      "(-o json: one JSON object per line)");
+  watch->add_option("id", args.id, "Experiment id")->required();
+  watch->callback([&] { run = [&] { return cli.Watch(args.id); }; });
+}
+
+// watch, wait, resume, cancel, summary: commands that follow or steer them.
+void AddFollowCommands(CLI::App& app, Cli& cli, CommandArgs& args, std::function<int()>& run) {
+  CLI::App* wait = app.add_subcommand(
+      "wait",
+      "Block until the experiment's formal load was sent (sent: a formal request went "
+      "out, or it is final) or it is final (done); no polling. Exit 0 when reached, 7 on "
+      "--timeout, 8 when it ended without reaching it (done: not SUCCEEDED)");
+  wait->add_option("id", args.id, "Experiment id")->required();
+  wait->add_option("--until", args.until, "sent or done")
+      ->required()
+      ->check(CLI::IsMember({"sent", "done"}));
+  wait->add_option("--timeout", args.timeout,
+                   "Give up after this long, e.g. 90s, 30m (default: never)");
+  wait->callback([&] { run = [&] { return cli.Wait(args.id, args.until, args.timeout); }; });
+
+  CLI::App* resume = app.add_subcommand(
+      "resume",
+      "Resume a failed experiment as its failure class says; a delta may change only "
+      "fields of scope NOTHING or ANALYSIS (e.g. limits.formal_deadline)");
+  resume->add_option("id", args.id, "Experiment id")->required();
+  AddDeltaOptions(resume, &args.resume_delta);
+  resume->callback([&] { run = [&] { return cli.Resume(args.id, args.resume_delta); }; });
+
+  CLI::App* cancel = app.add_subcommand("cancel", "Cancel a queued or running experiment");
+  cancel->add_option("id", args.id, "Experiment id")->required();
+  cancel->callback([&] { run = [&] { return cli.Cancel(args.id); }; });
+
+  CLI::App* summary = app.add_subcommand(
+      "summary",
+      "The handoff: daemon state, lane, queue, hot deployment, best per scenario, "
+      "recent failures, next step");
+  summary->callback([&] { run = [&] { return cli.Summary(); }; });
+}
+
 int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   Cli cli(out, err);
   CLI::App app{
@@ -369,75 +447,9 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       ->check(CLI::IsMember({"text", "json"}));
 
   std::function<int()> run;
-
-  SubmitArgs submit_args;
-  CLI::App* submit = app.add_subcommand(
-      "submit",
-      "Freeze a spec (-f FILE) or a delta on an experiment (--base ID --set ...) and "
-      "queue it");
-  AddSubmitOptions(submit, &submit_args);
-  submit->callback([&] { run = [&] { return cli.Submit(submit_args, /*validate_only=*/false); }; });
-
-  SubmitArgs plan_args;
-  CLI::App* plan = app.add_subcommand(
-      "plan",
-      "Like submit, but only freeze and plan: show the frozen spec, changes and plan; "
-      "store nothing");
-  AddSubmitOptions(plan, &plan_args);
-  plan->callback([&] { run = [&] { return cli.Submit(plan_args, /*validate_only=*/true); }; });
-
-  std::string id;
-  CLI::App* status = app.add_subcommand(
-      "status", "State, current stage, formal requests sent/planned, blocker, changes, plan");
-  status->add_option("id", id, "Experiment id")->required();
-  status->callback([&] { run = [&] { return cli.Status(id); }; });
-
-  std::string scenario, state;
-  CLI::App* list = app.add_subcommand("list", "One line per experiment, oldest first");
-  list->add_option("--scenario", scenario, "Only this scenario");
-  list->add_option("--state", state,
-                   "Only this state: queued, running, succeeded, failed, "
-                   "cancelled");
-  list->callback([&] { run = [&] { return cli.List(scenario, state); }; });
-
-  CLI::App* watch = app.add_subcommand(
-      "watch",
-      "Print every change of state, stage or progress until the experiment is final "
-      "(-o json: one JSON object per line)");
-  watch->add_option("id", id, "Experiment id")->required();
-  watch->callback([&] { run = [&] { return cli.Watch(id); }; });
-
-  std::string until, timeout;
-  CLI::App* wait = app.add_subcommand(
-      "wait",
-      "Block until the experiment's formal load was sent (sent: a formal request went "
-      "out, or it is final) or it is final (done); no polling. Exit 0 when reached, 7 on "
-      "--timeout, 8 when it ended without reaching it (done: not SUCCEEDED)");
-  wait->add_option("id", id, "Experiment id")->required();
-  wait->add_option("--until", until, "sent or done")
-      ->required()
-      ->check(CLI::IsMember({"sent", "done"}));
-  wait->add_option("--timeout", timeout, "Give up after this long, e.g. 90s, 30m (default: never)");
-  wait->callback([&] { run = [&] { return cli.Wait(id, until, timeout); }; });
-
-  DeltaArgs resume_delta;
-  CLI::App* resume = app.add_subcommand(
-      "resume",
-      "Resume a failed experiment as its failure class says; a delta may change only "
-      "fields of scope NOTHING or ANALYSIS (e.g. limits.formal_deadline)");
-  resume->add_option("id", id, "Experiment id")->required();
-  AddDeltaOptions(resume, &resume_delta);
-  resume->callback([&] { run = [&] { return cli.Resume(id, resume_delta); }; });
-
-  CLI::App* cancel = app.add_subcommand("cancel", "Cancel a queued or running experiment");
-  cancel->add_option("id", id, "Experiment id")->required();
-  cancel->callback([&] { run = [&] { return cli.Cancel(id); }; });
-
-  CLI::App* summary = app.add_subcommand(
-      "summary",
-      "The handoff: daemon state, lane, queue, hot deployment, best per scenario, "
-      "recent failures, next step");
-  summary->callback([&] { run = [&] { return cli.Summary(); }; });
+  CommandArgs args;
+  AddExperimentCommands(app, cli, args, run);
+  AddFollowCommands(app, cli, args, run);
 
   for (CLI::App* command : app.get_subcommands({})) {
     command->footer(absl::StrCat("\n", kExitCodeTable));

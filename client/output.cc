@@ -73,7 +73,7 @@ std::string CurrentStage(const v1::Experiment& e, absl::Time now) {
   for (auto it = e.stages().rbegin(); it != e.stages().rend(); ++it) {
     if (IsSet(it->ended_at())) {
       return absl::StrCat("none (last: ", StageLabel(it->name()), " ",
-                          StageStatusName(it->status()), ")");
+                          StageStatusLabel(it->status()), ")");
     }
   }
   return "none";
@@ -91,65 +91,10 @@ void AppendRow(std::string* out, absl::string_view label, absl::string_view valu
   absl::StrAppend(out, absl::StrFormat("%-17s %s\n", absl::StrCat(label, ":"), value));
 }
 
-}  // namespace
-
-std::string ToJson(const google::protobuf::Message& message, bool pretty) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  options.add_whitespace = pretty;
-  std::string json;
-  // Printing a well-formed message cannot fail.
-  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
-  if (!pretty) json.erase(std::remove(json.begin(), json.end(), '\n'), json.end());
-  return json;
-}
-
-std::string StateName(v1::ExperimentState state) {
-  return StripPrefix(v1::ExperimentState_Name(state), "EXPERIMENT_STATE_");
-}
-
-std::string StageLabel(v1::StageName stage) {
-  return absl::AsciiStrToLower(StripPrefix(v1::StageName_Name(stage), "STAGE_"));
-}
-
-std::string ActionName(v1::StageAction action) {
-  return StripPrefix(v1::StageAction_Name(action), "STAGE_ACTION_");
-}
-
-std::string StageStatusName(v1::StageStatus status) {
-  return StripPrefix(v1::StageStatus_Name(status), "STAGE_STATUS_");
-}
-
-std::string FailureClassName(v1::FailureClass failure_class) {
-  return v1::FailureClass_Name(failure_class);
-}
-
-std::string FormatExperiment(const v1::Experiment& e, absl::Time now) {
-  std::string out;
-  std::string title = e.id().empty() ? "(not stored: plan only)" : e.id();
-  absl::StrAppend(&out, title, "  ", StateName(e.state()), "  scenario ",
-                  e.spec().scenario().empty() ? "-" : e.spec().scenario(), "\n");
-  AppendRow(&out, "state", StateName(e.state()));
-  AppendRow(&out, "stage", CurrentStage(e, now));
-  AppendRow(&out, "formal requests", FormatProgress(e.progress()));
-  if (IsSet(e.progress().first_formal_request_at())) {
-    std::string first = FormatTimestamp(e.progress().first_formal_request_at());
-    if (e.progress().has_first_formal_request_delay()) {
-      absl::StrAppend(&first, " (",
-                      FormatAge(ToDuration(e.progress().first_formal_request_delay())),
-                      " after submit)");
-    }
-    AppendRow(&out, "first request", first);
-  } else {
-    AppendRow(&out, "first request", "not sent yet");
-  }
-  AppendRow(&out, "blocker", e.blocker().empty() ? "none" : e.blocker());
-  AppendRow(&out, "adds launch", e.plan().adds_launch() ? "yes" : "no");
-  AppendRow(&out, "adds warmup", e.plan().adds_warmup() ? "yes" : "no");
-  AppendRow(&out, "parent", e.parent_id().empty() ? "none" : e.parent_id());
+// Each changed field against the base, with its invalidation scope.
+void AppendChanges(const v1::Experiment& e, std::string& out) {
   if (e.changes().empty()) {
-    AppendRow(&out, "changes", e.parent_id().empty() ? "-" : "none");
+    AppendRow(&out, "changes", e.base_id().empty() ? "-" : "none");
   } else {
     AppendRow(&out, "changes", absl::StrCat(e.changes_size()));
     for (const v1::FieldChange& change : e.changes()) {
@@ -161,12 +106,10 @@ std::string FormatExperiment(const v1::Experiment& e, absl::Time now) {
       absl::StrAppend(&out, "\n");
     }
   }
-  if (e.state() == v1::EXPERIMENT_STATE_FAILED ||
-      e.failure_class() != v1::FAILURE_CLASS_UNSPECIFIED) {
-    AppendRow(&out, "failure class", FailureClassName(e.failure_class()));
-  }
-  if (!e.resume_action().empty()) AppendRow(&out, "resume", e.resume_action());
+}
 
+// One line per planned stage: action, status (with its duration) and reason.
+void AppendPlan(const v1::Experiment& e, std::string& out) {
   std::string plan_header = "plan";
   if (!e.plan().planned_against().empty()) {
     absl::StrAppend(&plan_header, " (against hot ", e.plan().planned_against(), ")");
@@ -183,7 +126,7 @@ std::string FormatExperiment(const v1::Experiment& e, absl::Time now) {
     std::string status;
     auto row = stage_rows.find(planned.stage());
     if (row != stage_rows.end() && row->second->status() != v1::STAGE_STATUS_UNSPECIFIED) {
-      status = StageStatusName(row->second->status());
+      status = StageStatusLabel(row->second->status());
       if (IsSet(row->second->started_at()) && IsSet(row->second->ended_at())) {
         absl::StrAppend(
             &status, " ",
@@ -191,18 +134,21 @@ std::string FormatExperiment(const v1::Experiment& e, absl::Time now) {
       }
     }
     absl::StrAppend(&out, absl::StrFormat("  %-14s %-6s %-14s %s\n", StageLabel(planned.stage()),
-                                          ActionName(planned.action()), status, planned.reason()));
+                                          ActionLabel(planned.action()), status, planned.reason()));
     if (row != stage_rows.end() && !row->second->error().empty()) {
       absl::StrAppend(&out, "    error: ", row->second->error(), "\n");
     }
   }
+}
+
+// The launch commands `servelab plan` rendered, one block per side.
+void AppendCommands(const v1::Experiment& e, std::string& out) {
   if (!e.plan().commands().empty()) {
     absl::StrAppend(&out,
                     "commands (rendered by the launch code; ports left 0 in the spec "
                     "are picked again at launch):\n");
     for (const v1::RenderedCommand& c : e.plan().commands()) {
-      std::string side = absl::AsciiStrToLower(v1::Side_Name(c.side()));
-      if (absl::StartsWith(side, "side_")) side = side.substr(5);
+      const std::string side = SideLabel(c.side());
       if (!c.error().empty()) {
         absl::StrAppend(&out, "  ", side, ": cannot render: ", c.error(), "\n");
         continue;
@@ -213,12 +159,16 @@ std::string FormatExperiment(const v1::Experiment& e, absl::Time now) {
       }
     }
   }
+}
+
+// Throughput per window and the decision against the baseline.
+void AppendResult(const v1::Experiment& e, std::string& out) {
   if (e.has_result() && e.result().has_whole()) {
     absl::StrAppend(&out, "result:\n");
     auto window = [&](absl::string_view name, const v1::WindowResult& w) {
       absl::StrAppend(
-          &out, absl::StrFormat("  %-6s %.4f output tok/s per card, %.4f req/s, %.1fs\n", name,
-                                w.output_tokens_per_second_per_card(), w.request_throughput(),
+          &out, absl::StrFormat("  %-6s %.4f output tok/s per device, %.4f req/s, %.1fs\n", name,
+                                w.output_tokens_per_second_per_device(), w.request_throughput(),
                                 w.duration_seconds()));
     };
     window("whole", e.result().whole());
@@ -229,6 +179,55 @@ std::string FormatExperiment(const v1::Experiment& e, absl::Time now) {
                                             d.delta_fraction() * 100, d.baseline_experiment_id()));
     }
   }
+}
+
+}  // namespace
+
+std::string ToJson(const google::protobuf::Message& message, bool pretty) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  options.add_whitespace = pretty;
+  std::string json;
+  // Printing a well-formed message cannot fail.
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  if (!pretty) json.erase(std::remove(json.begin(), json.end(), '\n'), json.end());
+  return json;
+}
+
+std::string FormatExperiment(const v1::Experiment& e, absl::Time now) {
+  std::string out;
+  std::string title = e.id().empty() ? "(not stored: plan only)" : e.id();
+  absl::StrAppend(&out, title, "  ", StateLabel(e.state()), "  scenario ",
+                  e.spec().scenario().empty() ? "-" : e.spec().scenario(), "\n");
+  AppendRow(&out, "state", StateLabel(e.state()));
+  AppendRow(&out, "stage", CurrentStage(e, now));
+  AppendRow(&out, "formal requests", FormatProgress(e.progress()));
+  if (IsSet(e.progress().first_formal_request_at())) {
+    std::string first = FormatTimestamp(e.progress().first_formal_request_at());
+    if (e.progress().has_first_formal_request_delay()) {
+      absl::StrAppend(&first, " (",
+                      FormatAge(ToDuration(e.progress().first_formal_request_delay())),
+                      " after submit)");
+    }
+    AppendRow(&out, "first request", first);
+  } else {
+    AppendRow(&out, "first request", "not sent yet");
+  }
+  AppendRow(&out, "blocker", e.blocker().empty() ? "none" : e.blocker());
+  AppendRow(&out, "adds launch", e.plan().adds_launch() ? "yes" : "no");
+  AppendRow(&out, "adds warmup", e.plan().adds_warmup() ? "yes" : "no");
+  AppendRow(&out, "base", e.base_id().empty() ? "none" : e.base_id());
+  AppendChanges(e, out);
+  if (e.state() == v1::EXPERIMENT_STATE_FAILED ||
+      e.failure_class() != v1::FAILURE_CLASS_UNSPECIFIED) {
+    AppendRow(&out, "failure class", v1::FailureClass_Name(e.failure_class()));
+  }
+  if (!e.resume_action().empty()) AppendRow(&out, "resume", e.resume_action());
+
+  AppendPlan(e, out);
+  AppendCommands(e, out);
+  AppendResult(e, out);
   if (!e.spec_sha256().empty()) AppendRow(&out, "spec sha256", e.spec_sha256());
   AppendRow(&out, "submitted", FormatTimestamp(e.submitted_at()));
   return out;
@@ -236,12 +235,12 @@ std::string FormatExperiment(const v1::Experiment& e, absl::Time now) {
 
 std::string FormatExperimentList(const v1::ListExperimentsResponse& list) {
   std::string out = absl::StrFormat("%-10s %-10s %-20s %-10s %s\n", "ID", "STATE", "SCENARIO",
-                                    "PARENT", "SUBMITTED");
+                                    "BASE", "SUBMITTED");
   for (const v1::Experiment& e : list.experiments()) {
     absl::StrAppend(&out,
-                    absl::StrFormat("%-10s %-10s %-20s %-10s %s\n", e.id(), StateName(e.state()),
+                    absl::StrFormat("%-10s %-10s %-20s %-10s %s\n", e.id(), StateLabel(e.state()),
                                     e.spec().scenario().empty() ? "-" : e.spec().scenario(),
-                                    e.parent_id().empty() ? "-" : e.parent_id(),
+                                    e.base_id().empty() ? "-" : e.base_id(),
                                     FormatTimestamp(e.submitted_at())));
   }
   return out;
@@ -250,13 +249,13 @@ std::string FormatExperimentList(const v1::ListExperimentsResponse& list) {
 std::string FormatWatchLine(const v1::Experiment& e, absl::Time now) {
   std::string line = absl::StrCat(
       absl::FormatTime("%H:%M:%S", now, absl::LocalTimeZone()), " ", e.id(), " ",
-      StateName(e.state()), " stage=", CurrentStage(e, now),
+      StateLabel(e.state()), " stage=", CurrentStage(e, now),
       " sent=", e.progress().formal_requests_sent(), "/", e.progress().formal_requests_planned(),
       " completed=", e.progress().formal_requests_completed(),
       " failed=", e.progress().formal_requests_failed(),
       " blocker=", e.blocker().empty() ? "none" : e.blocker());
   if (e.failure_class() != v1::FAILURE_CLASS_UNSPECIFIED) {
-    absl::StrAppend(&line, " failure=", FailureClassName(e.failure_class()));
+    absl::StrAppend(&line, " failure=", v1::FailureClass_Name(e.failure_class()));
   }
   return line + "\n";
 }
@@ -300,27 +299,52 @@ std::string FormatSummary(const v1::Summary& s) {
   } else {
     absl::StrAppend(&out, "recent failures:\n");
     for (const v1::FailureCount& f : s.recent_failures()) {
-      absl::StrAppend(
-          &out, absl::StrFormat("  %-18s x%d (latest %s)\n", FailureClassName(f.failure_class()),
-                                f.count(), f.latest_experiment_id()));
+      absl::StrAppend(&out, absl::StrFormat("  %-18s x%d (latest %s)\n",
+                                            v1::FailureClass_Name(f.failure_class()), f.count(),
+                                            f.latest_experiment_id()));
     }
   }
   std::vector<std::string> counts;
   // Map order is by name; the state order reads better.
   for (int state = v1::EXPERIMENT_STATE_QUEUED; state <= v1::EXPERIMENT_STATE_CANCELLED; ++state) {
-    std::string name = v1::ExperimentState_Name(static_cast<v1::ExperimentState>(state));
-    std::string short_name = StripPrefix(name, "EXPERIMENT_STATE_");
-    // Keyed by the enum name or its lower-case short form ("queued").
-    int64_t count = 0;
-    for (const std::string& key : {name, absl::AsciiStrToLower(short_name)}) {
-      auto it = s.experiments_by_state().find(key);
-      if (it != s.experiments_by_state().end()) count = it->second;
-    }
-    counts.push_back(absl::StrCat(short_name, " ", count));
+    const std::string label = StateLabel(static_cast<v1::ExperimentState>(state));
+    auto it = s.experiments_by_state().find(label);
+    counts.push_back(
+        absl::StrCat(label, " ", it != s.experiments_by_state().end() ? it->second : 0));
   }
   AppendRow(&out, "experiments", absl::StrJoin(counts, ", "));
-  AppendRow(&out, "next step", s.next_step().empty() ? "-" : s.next_step());
+  AppendRow(&out, "next step", FormatNextStep(s.next_step()));
   return out;
+}
+
+std::string FormatNextStep(const v1::NextStep& next) {
+  const std::string& id = next.experiment_id();
+  std::string command;
+  switch (next.action()) {
+    case v1::NextStep::SUBMIT_BASE:
+      command = "servelab submit -f SPEC.yaml";
+      break;
+    case v1::NextStep::SUBMIT_DELTA:
+      command = absl::StrCat("servelab submit --base ", id, " --set PATH=VALUE");
+      break;
+    case v1::NextStep::WAIT_DONE:
+      command = absl::StrCat("servelab wait ", id, " --until done");
+      break;
+    case v1::NextStep::WAIT_SENT:
+      command = absl::StrCat("servelab wait ", id, " --until sent");
+      break;
+    case v1::NextStep::INSPECT:
+      command = absl::StrCat("servelab status ", id);
+      break;
+    case v1::NextStep::RETRY:
+      command = "servelab summary, again in a moment";
+      break;
+    default:
+      break;
+  }
+  if (next.reason().empty() && command.empty()) return "-";
+  if (command.empty()) return next.reason();
+  return next.reason().empty() ? command : absl::StrCat(next.reason(), ": ", command);
 }
 
 }  // namespace servelab::client

@@ -2,10 +2,10 @@
 //
 // JSON is protobuf's JSON mapping with the proto field names (snake_case),
 // enum names, and every primitive field present even when zero or empty, so
-// that a script can rely on e.g. `parent_id` and `changes` being there.
+// that a script can rely on e.g. `base_id` and `changes` being there.
 //
 // Text puts the facts first (docs/design.md §12): state, current stage and for how
-// long, formal requests sent/planned, blocker, changes against the parent;
+// long, formal requests sent/planned, blocker, changes against the base;
 // then the plan; then the failure class and what resume would do.
 //
 // Pure functions of their arguments (`now` is passed in); thread-compatible.
@@ -17,6 +17,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "common/labels.h"
 #include "servelab/v1/experiment.pb.h"
 #include "servelab/v1/service.pb.h"
 
@@ -25,12 +26,8 @@ namespace servelab::client {
 // Pretty (multi-line) or compact (one line, for streams of updates).
 std::string ToJson(const google::protobuf::Message& message, bool pretty);
 
-// Enum names without their prefix: "QUEUED", "formal_load", "RUN", "SUCCEEDED".
-std::string StateName(v1::ExperimentState state);
-std::string StageLabel(v1::StageName stage);
-std::string ActionName(v1::StageAction action);
-std::string StageStatusName(v1::StageStatus status);
-std::string FailureClassName(v1::FailureClass failure_class);
+// Summary.next_step in CLI words: "it runs next: servelab wait exp-3 --until sent".
+std::string FormatNextStep(const v1::NextStep& next);
 
 // `servelab status`: the whole experiment, facts first.
 std::string FormatExperiment(const v1::Experiment& experiment, absl::Time now);

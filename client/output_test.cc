@@ -15,7 +15,7 @@ using ::testing::Not;
 v1::Experiment DeltaExperiment() {
   v1::Experiment e;
   e.set_id("exp-2");
-  e.set_parent_id("exp-1");
+  e.set_base_id("exp-1");
   e.mutable_spec()->set_scenario("16k-nocache");
   e.set_state(v1::EXPERIMENT_STATE_QUEUED);
   e.mutable_progress()->set_formal_requests_planned(640);
@@ -34,7 +34,7 @@ v1::Experiment DeltaExperiment() {
 
 TEST(FormatExperimentTest, PutsFactsFirst) {
   std::string text = FormatExperiment(DeltaExperiment(), absl::FromUnixSeconds(1012));
-  EXPECT_THAT(text, HasSubstr("state:            QUEUED"));
+  EXPECT_THAT(text, HasSubstr("state:            queued"));
   EXPECT_THAT(text, HasSubstr("none yet (queued for 12.00s)"));
   EXPECT_THAT(text, HasSubstr("0 sent / 640 planned"));
   EXPECT_THAT(text, HasSubstr("blocker:          none"));
@@ -70,7 +70,7 @@ TEST(ToJsonTest, SnakeCaseEnumNamesAndEmptyFields) {
   e.set_id("exp-1");
   e.set_state(v1::EXPERIMENT_STATE_QUEUED);
   std::string json = ToJson(e, /*pretty=*/false);
-  EXPECT_THAT(json, HasSubstr("\"parent_id\":\"\""));
+  EXPECT_THAT(json, HasSubstr("\"base_id\":\"\""));
   EXPECT_THAT(json, HasSubstr("\"changes\":[]"));
   EXPECT_THAT(json, HasSubstr("\"EXPERIMENT_STATE_QUEUED\""));
   EXPECT_THAT(json, Not(HasSubstr("\n")));
@@ -92,7 +92,8 @@ TEST(FormatExperimentListTest, OneLinePerExperiment) {
 TEST(FormatSummaryTest, NotServingPointsToTheNextStep) {
   v1::Summary summary;
   summary.set_serving(false);
-  summary.set_next_step(
+  summary.mutable_next_step()->set_action(v1::NextStep::FIX_DAEMON);
+  summary.mutable_next_step()->set_reason(
       "servelabd accepts no new work since the ledger write of exp-1's "
       "state failed 3 times: database is locked");
   const std::string text = FormatSummary(summary);
@@ -100,6 +101,20 @@ TEST(FormatSummaryTest, NotServingPointsToTheNextStep) {
   EXPECT_THAT(text, HasSubstr("database is locked"));
   summary.set_serving(true);
   EXPECT_THAT(FormatSummary(summary), Not(HasSubstr("NOT serving")));
+}
+
+TEST(FormatSummaryTest, NextStepIsWordedAsACommand) {
+  v1::NextStep next;
+  EXPECT_EQ(FormatNextStep(next), "-");
+  next.set_action(v1::NextStep::WAIT_SENT);
+  next.set_experiment_id("exp-3");
+  next.set_reason("it runs next");
+  EXPECT_EQ(FormatNextStep(next), "it runs next: servelab wait exp-3 --until sent");
+  next.set_action(v1::NextStep::SUBMIT_DELTA);
+  EXPECT_THAT(FormatNextStep(next), HasSubstr("servelab submit --base exp-3 --set PATH=VALUE"));
+  next.set_action(v1::NextStep::FIX_DAEMON);
+  next.set_reason("disk full");
+  EXPECT_EQ(FormatNextStep(next), "disk full");
 }
 
 TEST(ExitCodesTest, DistinctPerCode) {

@@ -10,7 +10,8 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
   libsqlite3-dev libssl-dev libboost-dev libyaml-cpp-dev libcli11-dev
-  libgtest-dev libgmock-dev curl sqlite3 clang-format git
+  libgtest-dev libgmock-dev curl sqlite3 clang-format git prometheus
+  python3-grpcio python3-protobuf
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -67,6 +67,13 @@ std::string FirstModelId(const std::string& body) {
   return body.substr(open + 1, close - open - 1);
 }
 
+// What one request's response body said, besides what goes in its record.
+struct StreamOutcome {
+  bool saw_done = false;     // the SSE stream's [DONE]
+  std::string stream_error;  // the first error chunk of a 200 stream
+  std::string error_body;    // the start of a non-200 body
+};
+
 }  // namespace
 
 std::string RequestId(const std::string& experiment_id, v1::Phase phase, int attempt, int index) {
@@ -87,11 +94,23 @@ class LoadRunner::Impl {
   LoadProgress progress() const { return {sent_.load(), completed_.load(), failed_.load()}; }
 
  private:
-  awaitable<void> Main(absl::Status* probe_status);
-  awaitable<absl::Status> Probe();
+  awaitable<void> Main(absl::Status* check_status);
+  awaitable<absl::Status> CheckEndpoint();
   awaitable<void> Preconnect(int count);
   awaitable<void> Dispatch();
   awaitable<void> Send(int index, int64_t queued_ns);
+  // Send's steps on one connection: the request out and the response's
+  // header in; the body read into `r` and `stream`; the error to record
+  // ("" for a success).
+  awaitable<error_code> WriteAndReadHeader(Connection& conn, const std::string& wire,
+                                           http::response_parser<http::buffer_body>& parser);
+  awaitable<error_code> ReadBody(Connection& conn, http::response_parser<http::buffer_body>& parser,
+                                 int status, v1::RequestRecord& r, StreamOutcome& stream);
+  std::string AttemptError(const error_code& ec, int status, const StreamOutcome& stream) const;
+  // The request is over: completes its record, returns a connection that can
+  // serve again (`keep`) to the pool, and counts the outcome.
+  void EndSend(v1::RequestRecord r, int status, std::string error, bool saw_done,
+               std::unique_ptr<Connection> conn, bool keep);
   awaitable<error_code> Connect(Connection& conn);
   // Waits on wake_timer_ until woken by a finishing request or a cancel.
   awaitable<void> WaitForWake();
@@ -162,7 +181,7 @@ awaitable<error_code> LoadRunner::Impl::Connect(Connection& conn) {
   co_return ec;
 }
 
-awaitable<absl::Status> LoadRunner::Impl::Probe() {
+awaitable<absl::Status> LoadRunner::Impl::CheckEndpoint() {
   std::string where = absl::StrCat("http://", endpoint_.authority());
   Connection conn(ioc_);
   error_code ec = co_await Connect(conn);
@@ -193,12 +212,12 @@ awaitable<absl::Status> LoadRunner::Impl::Probe() {
                               asio::redirect_error(use_awaitable, ec));
   if (ec) {
     co_return absl::UnavailableError(
-        absl::StrCat("probe ", where, " failed: ", ec.message(), "; no request was sent"));
+        absl::StrCat("endpoint check ", where, " failed: ", ec.message(), "; no request was sent"));
   }
   int status = parser.get().result_int();
   if (status < 200 || status >= 300) {
     co_return absl::UnavailableError(absl::StrCat(
-        "probe ", where, " answered HTTP ", status,
+        "endpoint check ", where, " answered HTTP ", status,
         " (give the model name explicitly: P/D proxies serve no /v1/models); no request was sent"));
   }
   model_ = FirstModelId(parser.get().body());
@@ -234,7 +253,7 @@ v1::RequestRecord LoadRunner::Impl::NewRecord(int index) const {
   r.set_experiment_id(options_.experiment_id);
   r.set_phase(options_.phase);
   r.set_attempt(options_.attempt);
-  r.set_index(index);
+  r.set_request_index(index);
   r.set_planned_send_ns(planned_->empty() ? 0 : (*planned_)[static_cast<size_t>(index)]);
   *r.mutable_load_start() = load_start_;
   const Prompt& p = (*prompts_)[static_cast<size_t>(index)];
@@ -305,17 +324,17 @@ awaitable<void> LoadRunner::Impl::Send(int index, int64_t queued_ns) {
 
   std::unique_ptr<Connection> conn;
   std::string error;
-  bool saw_done = false, keep = false;
+  StreamOutcome stream;
+  bool keep = false;
   int status = 0;
   // A pooled connection the server has closed while idle fails at once;
   // such a request is retried once on a new connection.
   for (int attempt = 0; attempt < 2 && !cancelled_; ++attempt) {
     error.clear();
-    bool reused = false;
-    if (attempt == 0 && !idle_.empty()) {
+    const bool reused = attempt == 0 && !idle_.empty();
+    if (reused) {
       conn = std::move(idle_.back());
       idle_.pop_back();
-      reused = true;
     } else {
       conn = std::make_unique<Connection>(ioc_);
       active_.insert(conn.get());  // So that a cancel also aborts the connect.
@@ -329,75 +348,29 @@ awaitable<void> LoadRunner::Impl::Send(int index, int64_t queued_ns) {
     }
     active_.insert(conn.get());
     conn->stream.expires_at(deadline);
-    error_code ec;
-    co_await asio::async_write(conn->stream, asio::buffer(wire),
-                               asio::redirect_error(use_awaitable, ec));
     http::response_parser<http::buffer_body> parser;
     // Not boost::none: Boost 1.74 compares Content-Length against the
     // optional and rejects every sized body when it is empty.
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());
-    if (!ec) {
-      co_await http::async_read_header(conn->stream, conn->buffer, parser,
-                                       asio::redirect_error(use_awaitable, ec));
-    }
+    error_code ec = co_await WriteAndReadHeader(*conn, wire, parser);
     if (ec && reused && !cancelled_ && ec != beast::error::timeout) {
       active_.erase(conn.get());
       conn.reset();
       continue;
     }
     status = ec ? 0 : parser.get().result_int();
-    std::string error_body;
-    SseParser sse;
-    std::string stream_error;
-    char buf[kReadChunk];
-    while (!ec && !parser.is_done()) {
-      parser.get().body().data = buf;
-      parser.get().body().size = sizeof buf;
-      co_await http::async_read_some(conn->stream, conn->buffer, parser,
-                                     asio::redirect_error(use_awaitable, ec));
-      if (ec == http::error::need_buffer) ec = {};
-      int64_t now = SinceStart();
-      size_t got = sizeof buf - parser.get().body().size;
-      if (got == 0) continue;
-      if (status != 200) {
-        if (error_body.size() < kMaxErrorBody * 4) {
-          error_body.append(buf, std::min(got, kMaxErrorBody * 4 - error_body.size()));
-        }
-        continue;
-      }
-      sse.Feed(absl::string_view(buf, got), [&](absl::string_view data) {
-        StreamChunk c = ParseStreamChunk(data, options_.api);
-        if (c.done) saw_done = true;
-        if (!c.error.empty() && stream_error.empty()) stream_error = c.error;
-        if (c.has_tokens) {
-          if (r.first_token_ns() == 0) r.set_first_token_ns(now);
-          r.add_chunk_ns(now);
-        }
-        if (c.has_usage) {
-          r.set_prompt_tokens(c.prompt_tokens);
-          r.set_completion_tokens(c.completion_tokens);
-          r.set_cached_tokens(c.cached_tokens);
-        }
-      });
-    }
+    if (!ec) ec = co_await ReadBody(*conn, parser, status, r, stream);
     active_.erase(conn.get());
     r.set_end_ns(SinceStart());
-    if (ec == beast::error::timeout) {
-      error = absl::StrCat("timeout after ", absl::FormatDuration(options_.request_timeout));
-    } else if (cancelled_ && ec) {
-      error = "cancelled";
-    } else if (ec) {
-      error = absl::StrCat(status == 0 ? "request: " : "stream: ", ec.message());
-    } else if (status != 200) {
-      error = ErrorText(status, error_body);
-    } else if (!stream_error.empty()) {
-      error = absl::StrCat("stream error: ", stream_error);
-    } else if (!saw_done) {
-      error = "stream ended without [DONE]";
-    }
+    error = AttemptError(ec, status, stream);
     keep = !ec && parser.is_done() && parser.keep_alive();
     break;
   }
+  EndSend(std::move(r), status, std::move(error), stream.saw_done, std::move(conn), keep);
+}
+
+void LoadRunner::Impl::EndSend(v1::RequestRecord r, int status, std::string error, bool saw_done,
+                               std::unique_ptr<Connection> conn, bool keep) {
   if (cancelled_ && error.empty() && !saw_done) error = "cancelled";
   if (r.end_ns() == 0) r.set_end_ns(SinceStart());
   r.set_http_status(status);
@@ -415,9 +388,75 @@ awaitable<void> LoadRunner::Impl::Send(int index, int64_t queued_ns) {
   Finish(std::move(r), ok);
 }
 
-awaitable<void> LoadRunner::Impl::Main(absl::Status* probe_status) {
-  *probe_status = co_await Probe();
-  if (!probe_status->ok()) co_return;
+awaitable<error_code> LoadRunner::Impl::WriteAndReadHeader(
+    Connection& conn, const std::string& wire, http::response_parser<http::buffer_body>& parser) {
+  error_code ec;
+  co_await asio::async_write(conn.stream, asio::buffer(wire),
+                             asio::redirect_error(use_awaitable, ec));
+  if (!ec) {
+    co_await http::async_read_header(conn.stream, conn.buffer, parser,
+                                     asio::redirect_error(use_awaitable, ec));
+  }
+  co_return ec;
+}
+
+awaitable<error_code> LoadRunner::Impl::ReadBody(Connection& conn,
+                                                 http::response_parser<http::buffer_body>& parser,
+                                                 int status, v1::RequestRecord& r,
+                                                 StreamOutcome& stream) {
+  error_code ec;
+  SseParser sse;
+  char buf[kReadChunk];
+  while (!ec && !parser.is_done()) {
+    parser.get().body().data = buf;
+    parser.get().body().size = sizeof buf;
+    co_await http::async_read_some(conn.stream, conn.buffer, parser,
+                                   asio::redirect_error(use_awaitable, ec));
+    if (ec == http::error::need_buffer) ec = {};
+    int64_t now = SinceStart();
+    size_t got = sizeof buf - parser.get().body().size;
+    if (got == 0) continue;
+    if (status != 200) {
+      std::string& error_body = stream.error_body;
+      if (error_body.size() < kMaxErrorBody * 4) {
+        error_body.append(buf, std::min(got, kMaxErrorBody * 4 - error_body.size()));
+      }
+      continue;
+    }
+    sse.Feed(absl::string_view(buf, got), [&](absl::string_view data) {
+      StreamChunk c = ParseStreamChunk(data, options_.api);
+      if (c.done) stream.saw_done = true;
+      if (!c.error.empty() && stream.stream_error.empty()) stream.stream_error = c.error;
+      if (c.has_tokens) {
+        if (r.first_token_ns() == 0) r.set_first_token_ns(now);
+        r.add_chunk_ns(now);
+      }
+      if (c.has_usage) {
+        r.set_prompt_tokens(c.prompt_tokens);
+        r.set_completion_tokens(c.completion_tokens);
+        r.set_cached_tokens(c.cached_tokens);
+      }
+    });
+  }
+  co_return ec;
+}
+
+std::string LoadRunner::Impl::AttemptError(const error_code& ec, int status,
+                                           const StreamOutcome& stream) const {
+  if (ec == beast::error::timeout) {
+    return absl::StrCat("timeout after ", absl::FormatDuration(options_.request_timeout));
+  }
+  if (cancelled_ && ec) return "cancelled";
+  if (ec) return absl::StrCat(status == 0 ? "request: " : "stream: ", ec.message());
+  if (status != 200) return ErrorText(status, stream.error_body);
+  if (!stream.stream_error.empty()) return absl::StrCat("stream error: ", stream.stream_error);
+  if (!stream.saw_done) return "stream ended without [DONE]";
+  return "";
+}
+
+awaitable<void> LoadRunner::Impl::Main(absl::Status* check_status) {
+  *check_status = co_await CheckEndpoint();
+  if (!check_status->ok()) co_return;
   summary_.model = model_;
   int n = static_cast<int>(prompts_->size());
   int preconnect = options_.preconnect < 0 ? std::min(options_.concurrency, n)
@@ -490,9 +529,9 @@ absl::StatusOr<LoadSummary> LoadRunner::Impl::Run(const std::vector<Prompt>& pro
     pending_.clear();
   }
   std::thread writer([this, &sink] { WriterLoop(sink); });
-  absl::Status probe_status;
+  absl::Status check_status;
   if (cancel_requested_) asio::post(ioc_, [this] { DoCancel(); });
-  asio::co_spawn(ioc_, Main(&probe_status), [](std::exception_ptr e) {
+  asio::co_spawn(ioc_, Main(&check_status), [](std::exception_ptr e) {
     if (e) std::rethrow_exception(e);
   });
   ioc_.run();
@@ -505,7 +544,7 @@ absl::StatusOr<LoadSummary> LoadRunner::Impl::Run(const std::vector<Prompt>& pro
   }
   writer.join();
   cancel_requested_ = false;
-  if (!probe_status.ok()) return probe_status;
+  if (!check_status.ok()) return check_status;
   absl::MutexLock lock(&mu_);
   if (!sink_status_.ok()) return sink_status_;
   return summary_;

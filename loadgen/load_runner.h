@@ -12,7 +12,7 @@
 //   SERVELAB_ASSIGN_OR_RETURN(LoadSummary s, runner->Run(prompts, planned_send_ns, sink));
 //
 // Semantics:
-// - Before the first request, one probe: a TCP connection, and only when
+// - Before the first request, one endpoint check: a TCP connection, and only when
 //   options.model is empty also GET /v1/models for the first model id (real
 //   P/D proxies lack that route, so the daemon always names the model). If
 //   the server cannot be reached or the lookup fails, Run fails with
@@ -72,7 +72,7 @@ struct LoadOptions {
   v1::Phase phase = v1::PHASE_FORMAL;
   int attempt = 1;
   absl::Duration flush_interval = absl::Milliseconds(100);
-  // Open this many keep-alive connections (at most C) after the probe, so
+  // Open this many keep-alive connections (at most C) after the endpoint check, so
   // connection setup stays out of the measured requests. -1: min(C, N).
   int preconnect = -1;
 };

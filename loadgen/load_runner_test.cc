@@ -109,7 +109,7 @@ TEST(LoadRunnerTest, RespectsConcurrencyCapAndReusesConnections) {
   EXPECT_EQ(s->completed, 24);
   EXPECT_LE(server.max_in_flight(), 3);
   EXPECT_GE(server.max_in_flight(), 2);
-  EXPECT_LE(server.connections(), 1 + 3);  // Probe + one per slot, kept alive.
+  EXPECT_LE(server.connections(), 1 + 3);  // Endpoint check + one per slot, kept alive.
   EXPECT_LE(s->connections_opened, 1 + 3);
 }
 
@@ -128,7 +128,8 @@ TEST(LoadRunnerTest, FollowsScheduleAndRecordsQueueTime) {
   ASSERT_THAT((*runner)->Run(Prompts(6, 4, 4), planned, sink), IsOk());
   ASSERT_EQ(sink.records().size(), 6u);
   std::vector<v1::RequestRecord> rs = sink.records();
-  std::sort(rs.begin(), rs.end(), [](auto& a, auto& b) { return a.index() < b.index(); });
+  std::sort(rs.begin(), rs.end(),
+            [](auto& a, auto& b) { return a.request_index() < b.request_index(); });
   for (int i = 0; i < 6; ++i) {
     EXPECT_EQ(rs[i].planned_send_ns(), i * 10'000'000LL);
     EXPECT_GE(rs[i].sent_ns(), rs[i].planned_send_ns());

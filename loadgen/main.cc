@@ -92,7 +92,7 @@ struct Flags {
   bool no_cache_seed = false;
   std::string prompt_file;
   int64_t seed = 0;
-  int cards = 1;
+  int device_count = 1;
   double steady_fraction = 0;
   std::string out;
   std::string format = "text";
@@ -135,8 +135,9 @@ absl::Status Validate(const Flags& f) {
     return absl::InvalidArgumentError(
         absl::StrCat("--prefix-groups must be >= 0, got ", f.prefix_groups));
   }
-  if (f.cards < 0)
-    return absl::InvalidArgumentError(absl::StrCat("--cards must be >= 0, got ", f.cards));
+  if (f.device_count < 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device-count must be >= 0, got ", f.device_count));
   if (!(f.timeout_seconds > 0)) return absl::InvalidArgumentError("--timeout must be > 0");
   return absl::OkStatus();
 }
@@ -163,7 +164,7 @@ v1::ExperimentSpec SpecFromFlags(const Flags& f) {
   w->set_burstiness(f.burstiness);
   w->set_cache_prep(f.no_cache_seed ? v1::CACHE_PREP_RESET : v1::CACHE_PREP_AUTO);
   w->set_api(f.api == "chat" ? v1::API_CHAT_COMPLETIONS : v1::API_COMPLETIONS);
-  spec.mutable_analysis()->set_cards(f.cards);
+  spec.mutable_analysis()->set_device_count(f.device_count);
   spec.mutable_analysis()->set_steady_min_inflight_fraction(f.steady_fraction);
   return spec;
 }
@@ -235,11 +236,11 @@ int RunLoad(const Flags& f, SignalCanceller& signals) {
   return 0;
 }
 
-int AnalyzeFile(const std::string& path, const std::string& format, std::optional<int> cards,
+int AnalyzeFile(const std::string& path, const std::string& format, std::optional<int> device_count,
                 std::optional<int> concurrency) {
   absl::StatusOr<RecordFile> file = ReadRecordFile(path);
   if (!file.ok()) return Fail(std::string(file.status().message()), 2);
-  if (cards) file->spec.mutable_analysis()->set_cards(*cards);
+  if (device_count) file->spec.mutable_analysis()->set_device_count(*device_count);
   if (concurrency) file->spec.mutable_workload()->set_concurrency(*concurrency);
   absl::StatusOr<v1::Result> result = AnalyzeRecords(file->records, file->spec);
   if (!result.ok()) return Fail(std::string(result.status().message()));
@@ -268,7 +269,7 @@ int Main(int argc, char** argv) {
   app.add_flag("--no-cache-seed", f.no_cache_seed, "Do not send the cache-seed requests first");
   app.add_option("--prompt-file", f.prompt_file, "JSONL prompt file instead of synthetic prompts");
   app.add_option("--seed", f.seed, "Seed of the dataset and the schedule");
-  app.add_option("--cards", f.cards, "Cards to normalize per-card figures by");
+  app.add_option("--device-count", f.device_count, "Devices to normalize per-device figures by");
   app.add_option("--steady-fraction", f.steady_fraction,
                  "Steady window: in flight >= this fraction of C (default 1)");
   app.add_option("--out", f.out, "Record file: FILE.sqlite or FILE.jsonl (must not exist)");
@@ -282,11 +283,11 @@ int Main(int argc, char** argv) {
   CLI::App* analyze = app.add_subcommand("analyze", "Recompute the analysis of a record file");
   std::string path;
   std::string analyze_format = "text";
-  std::optional<int> cards, concurrency;
+  std::optional<int> device_count, concurrency;
   analyze->add_option("FILE", path, "Record file (.sqlite or .jsonl)")->required();
   analyze->add_option("-o,--output", analyze_format, "Report format")
       ->check(CLI::IsMember({"text", "json"}));
-  analyze->add_option("--cards", cards, "Override the stored card count");
+  analyze->add_option("--device-count", device_count, "Override the stored device count");
   analyze->add_option("--concurrency", concurrency, "Override the stored target concurrency");
   try {
     app.parse(argc, argv);
@@ -294,7 +295,7 @@ int Main(int argc, char** argv) {
     return app.exit(e);
   }
   if (analyze->parsed()) {
-    return AnalyzeFile(path, analyze_format != "text" ? analyze_format : f.format, cards,
+    return AnalyzeFile(path, analyze_format != "text" ? analyze_format : f.format, device_count,
                        concurrency);
   }
   return RunLoad(f, signals);

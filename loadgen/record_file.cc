@@ -46,8 +46,8 @@ absl::StatusOr<RecordFile> ReadRecordFile(const std::string& path) {
                 absl::StrCat("record file ", path, " must end in .sqlite, .db or .jsonl")));
   if (!file.ok()) return file;
   std::stable_sort(file->records.begin(), file->records.end(), [](const auto& a, const auto& b) {
-    return std::make_tuple(a.phase(), a.attempt(), a.index()) <
-           std::make_tuple(b.phase(), b.attempt(), b.index());
+    return std::make_tuple(a.phase(), a.attempt(), a.request_index()) <
+           std::make_tuple(b.phase(), b.attempt(), b.request_index());
   });
   return file;
 }

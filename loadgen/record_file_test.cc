@@ -27,7 +27,7 @@ std::vector<v1::RequestRecord> Records() {
     r.set_experiment_id("load");
     r.set_phase(i == 0 ? v1::PHASE_CACHE_SEED : v1::PHASE_FORMAL);
     r.set_attempt(1);
-    r.set_index(i);
+    r.set_request_index(i);
     r.set_planned_send_ns(10 * i);
     r.set_sent_ns(10 * i + 1);
     r.set_queued_ns(i);
@@ -59,7 +59,7 @@ TEST_P(RecordFileTest, RoundTripsSpecAndRecordsInBatches) {
   std::string path = dir.File("run" + GetParam());
   v1::ExperimentSpec spec;
   spec.mutable_workload()->set_concurrency(64);
-  spec.mutable_analysis()->set_cards(16);
+  spec.mutable_analysis()->set_device_count(16);
   auto sink = OpenRecordFile(path, spec);
   ASSERT_THAT(sink, IsOk());
   std::vector<v1::RequestRecord> rs = Records();
@@ -69,7 +69,7 @@ TEST_P(RecordFileTest, RoundTripsSpecAndRecordsInBatches) {
   auto file = ReadRecordFile(path);
   ASSERT_THAT(file, IsOk());
   EXPECT_EQ(file->spec.workload().concurrency(), 64);
-  EXPECT_EQ(file->spec.analysis().cards(), 16);
+  EXPECT_EQ(file->spec.analysis().device_count(), 16);
   ASSERT_EQ(file->records.size(), 3u);
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(MessageDifferencer::Equals(file->records[i], rs[i]))
@@ -147,7 +147,7 @@ TEST(SqliteRecordFileTest, ReadsFilesOfTheOldLayout) {
   EXPECT_EQ(file->spec.workload().concurrency(), 8);
   ASSERT_EQ(file->records.size(), 2u);
   const v1::RequestRecord& failed = file->records[0];
-  EXPECT_EQ(failed.index(), 0);
+  EXPECT_EQ(failed.request_index(), 0);
   EXPECT_EQ(failed.queued_ns(), 0);  // No side row.
   EXPECT_THAT(failed.chunk_ns(), ::testing::IsEmpty());
   EXPECT_FALSE(failed.has_load_start());
@@ -159,6 +159,27 @@ TEST(SqliteRecordFileTest, ReadsFilesOfTheOldLayout) {
   EXPECT_THAT(ok.chunk_ns(), ElementsAre(100, -1));
   EXPECT_EQ(google::protobuf::util::TimeUtil::TimestampToNanoseconds(ok.load_start()),
             1700000000123456789LL);
+}
+
+// The layout with queued_ns as a column but the index still named `idx`.
+TEST(SqliteRecordFileTest, ReadsFilesWhoseIndexColumnIsIdx) {
+  servelab::testing::TempDir dir;
+  std::string path = dir.File("idx.sqlite");
+  {
+    auto db = storage::SqliteDb::Open(path, {});
+    ASSERT_THAT(db, IsOk());
+    ASSERT_THAT((*db)->Exec(kLegacyLayout), IsOk());
+    ASSERT_THAT((*db)->Exec("ALTER TABLE requests ADD COLUMN queued_ns INTEGER NOT NULL DEFAULT 5;"
+                            "DROP TABLE load_records_extra;"),
+                IsOk());
+  }
+  auto file = ReadRecordFile(path);
+  ASSERT_THAT(file, IsOk());
+  ASSERT_EQ(file->records.size(), 2u);
+  EXPECT_EQ(file->records[0].request_index(), 0);
+  EXPECT_EQ(file->records[1].request_index(), 1);
+  EXPECT_EQ(file->records[1].queued_ns(), 5);
+  EXPECT_THAT(file->records[1].chunk_ns(), ElementsAre(100, -1));
 }
 
 TEST(SqliteRecordFileTest, ForeignDatabaseIsNotARecordFile) {
@@ -185,11 +206,12 @@ TEST(RecordFileErrorsTest, TornLastJsonlLineIsIgnored) {
   servelab::testing::TempDir dir;
   std::string path = dir.File("run.jsonl");
   servelab::testing::WriteFile(
-      path, "{\"spec\":{}}\n{\"index\":1,\"phase\":\"PHASE_FORMAL\"}\n{\"index\":2,\"ph");
+      path,
+      "{\"spec\":{}}\n{\"request_index\":1,\"phase\":\"PHASE_FORMAL\"}\n{\"request_index\":2,\"ph");
   auto file = ReadRecordFile(path);
   ASSERT_THAT(file, IsOk());
   ASSERT_EQ(file->records.size(), 1u);
-  EXPECT_EQ(file->records[0].index(), 1);
+  EXPECT_EQ(file->records[0].request_index(), 1);
 }
 
 }  // namespace

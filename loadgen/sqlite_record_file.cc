@@ -28,16 +28,6 @@ CREATE TABLE load_spec (
 );
 )sql";
 
-// Files written before the requests table gained queued_ns kept it in a side
-// table. This view shows them in the current columns (queued_ns 0 where the
-// side row is missing), so they are read with the same codec.
-constexpr char kLegacyRequestsView[] = R"sql(
-CREATE TEMP VIEW legacy_requests AS
-SELECT r.*, COALESCE(e.queued_ns, 0) AS queued_ns
-FROM main.requests r LEFT JOIN main.load_records_extra e
-  USING (experiment_id, phase, attempt, idx);
-)sql";
-
 class SqliteSink : public RecordSink {
  public:
   explicit SqliteSink(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
@@ -83,8 +73,11 @@ absl::Status ReadSpec(SqliteDb& db, v1::ExperimentSpec& spec) {
   return absl::OkStatus();
 }
 
-// The relation to read records from: the requests table itself, or the view
-// over a file in the old layout.
+// The relation to read records from: the requests table itself, or a view
+// that shows a file in an older layout in the current columns, so it is read
+// with the same codec. Older layouts: `idx` before it was named
+// request_index; queued_ns kept in a side table `load_records_extra` before
+// it was a column (0 where the side row is missing).
 absl::StatusOr<std::string> RequestsSource(SqliteDb& db) {
   absl::flat_hash_set<std::string> columns;
   {
@@ -100,16 +93,32 @@ absl::StatusOr<std::string> RequestsSource(SqliteDb& db) {
     return absl::InvalidArgumentError(
         absl::StrCat(db.path(), " has no requests table: not a servelab-load record file"));
   }
-  if (columns.contains("queued_ns")) return std::string("main.requests");
-  SERVELAB_ASSIGN_OR_RETURN(
-      int64_t legacy,
-      db.QueryInt("SELECT count(*) FROM sqlite_master WHERE name = 'load_records_extra'"));
-  if (legacy == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        db.path(), ": the requests table has neither queued_ns nor a load_records_extra table"));
+  if (columns.contains("request_index") && columns.contains("queued_ns")) {
+    return std::string("main.requests");
   }
-  SERVELAB_RETURN_IF_ERROR(db.Exec(kLegacyRequestsView));
-  return std::string("temp.legacy_requests");
+  const std::string index = columns.contains("request_index") ? "request_index" : "idx";
+  std::string join;
+  if (!columns.contains("queued_ns")) {
+    SERVELAB_ASSIGN_OR_RETURN(
+        int64_t side_table,
+        db.QueryInt("SELECT count(*) FROM sqlite_master WHERE name = 'load_records_extra'"));
+    if (side_table == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          db.path(), ": the requests table has neither queued_ns nor a load_records_extra table"));
+    }
+    join = absl::StrCat(" LEFT JOIN main.load_records_extra e ON e.experiment_id = r.experiment_id",
+                        " AND e.phase = r.phase AND e.attempt = r.attempt AND e.idx = r.", index);
+  }
+  std::string select;
+  for (const storage::RequestColumn& c : storage::RequestColumns()) {
+    std::string expr = absl::StrCat("r.", std::string(c.name));
+    if (c.name == "request_index") expr = absl::StrCat("r.", index, " AS request_index");
+    if (c.name == "queued_ns" && !join.empty()) expr = "COALESCE(e.queued_ns, 0) AS queued_ns";
+    absl::StrAppend(&select, select.empty() ? "" : ", ", expr);
+  }
+  SERVELAB_RETURN_IF_ERROR(db.Exec(absl::StrCat("CREATE TEMP VIEW older_requests AS SELECT ",
+                                                select, " FROM main.requests r", join)));
+  return std::string("temp.older_requests");
 }
 
 }  // namespace
@@ -136,7 +145,7 @@ absl::StatusOr<RecordFile> ReadSqliteRecordFile(const std::string& path) {
   SERVELAB_ASSIGN_OR_RETURN(std::string source, RequestsSource(*db));
   SERVELAB_ASSIGN_OR_RETURN(
       Statement list, db->Prepare(absl::StrCat("SELECT ", storage::RequestColumnList(), " FROM ",
-                                               source, " ORDER BY phase, attempt, idx")));
+                                               source, " ORDER BY phase, attempt, request_index")));
   while (true) {
     SERVELAB_ASSIGN_OR_RETURN(bool row, list.Step());
     if (!row) break;

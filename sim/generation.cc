@@ -74,9 +74,9 @@ std::string KvTransferParamsJson(const RequestState& r, int port) {
       ",\"tp_size\":1,\"remote_cached_tokens\":", r.cached_tokens, "}");
 }
 
-std::string FullResponse(const RequestState& r, const Engine& engine, const std::string& text,
-                         int port) {
-  const std::string& model = engine.config().model;
+std::string FullResponse(const RequestState& r, const InstanceModel& instance,
+                         const std::string& text, int port) {
+  const std::string& model = instance.config().model;
   bool chat = r.request.kind == ApiKind::kChat;
   std::string choice =
       chat ? absl::StrCat(
@@ -88,8 +88,8 @@ std::string FullResponse(const RequestState& r, const Engine& engine, const std:
                       chat ? "chat.completion" : "text_completion",
                       "\",\"created\":", static_cast<int64_t>(std::time(nullptr)),
                       ",\"model\":", JsonQuote(model), ",\"choices\":[", choice,
-                      "],\"usage\":", UsageJson(r, engine.compat(), false),
-                      IsVllmFamily(engine.compat().compat) && engine.role() == Role::kPrefill &&
+                      "],\"usage\":", UsageJson(r, instance.compat(), false),
+                      IsVllmFamily(instance.compat().compat) && instance.role() == Role::kPrefill &&
                               r.request.remote_decode
                           ? KvTransferParamsJson(r, port)
                           : std::string(),
@@ -98,11 +98,11 @@ std::string FullResponse(const RequestState& r, const Engine& engine, const std:
 
 // Waits until a slot is free. The wake callback may run on any thread, so it
 // only posts back to this connection's executor.
-asio::awaitable<void> WaitForAdmission(Engine& engine, RequestState& r) {
+asio::awaitable<void> WaitForAdmission(InstanceModel& instance, RequestState& r) {
   auto executor = co_await asio::this_coro::executor;
   auto timer = std::make_shared<asio::steady_timer>(executor);
   auto admitted = std::make_shared<std::atomic<bool>>(false);
-  if (engine.TryAdmit(r, [executor, timer, admitted] {
+  if (instance.TryAdmit(r, [executor, timer, admitted] {
         asio::post(executor, [timer, admitted] {
           admitted->store(true);
           timer->cancel();
@@ -130,80 +130,60 @@ asio::awaitable<void> SleepUntil(asio::steady_timer& timer, SteadyClock::time_po
   co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
 }
 
-}  // namespace
-
-asio::awaitable<bool> AnswerInjectedError(ClientConn& conn, Engine& engine, RequestState& r,
-                                          bool keep_alive) {
-  bool ok = co_await conn.WriteJson(r.error_status,
-                                    ErrorBody(r.error_status, "injected fault: error"), keep_alive);
-  engine.Finish(r, Outcome::kError, r.error_status);
-  co_return ok;
-}
-
-asio::awaitable<void> HangUntilClientLeaves(ClientConn& conn, Engine& engine, RequestState& r) {
-  char byte;
-  boost::system::error_code ec;
-  co_await conn.socket().async_read_some(asio::buffer(&byte, 1),
-                                         asio::redirect_error(asio::use_awaitable, ec));
-  engine.Finish(r, Outcome::kAborted, 0);
-}
-
-asio::awaitable<bool> ServeGeneration(ClientConn& conn, Engine& engine, GenerationRequest& request,
-                                      RequestMeta& meta, bool keep_alive) {
-  std::unique_ptr<RequestState> r = engine.Arrive(std::move(request), std::move(meta));
-  const std::string& model = engine.config().model;
-  if (r->fault == FaultAction::kError)
-    co_return co_await AnswerInjectedError(conn, engine, *r, keep_alive);
-  co_await WaitForAdmission(engine, *r);
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  if (r->fault == FaultAction::kHang) {
-    co_await HangUntilClientLeaves(conn, engine, *r);  // Holds its admission slot.
+// Starts the SSE response; chat streams open with the assistant role. False
+// (the request already finished as aborted) when the client has gone.
+asio::awaitable<bool> StartStream(ClientConn& conn, InstanceModel& instance, RequestState& r,
+                                  const ChunkFormat& format, std::string& pending,
+                                  bool keep_alive) {
+  // Awaited into a variable, not inside the `if`: g++ 12 miscompiles a
+  // co_await in a condition of a coroutine that has no local variable (the
+  // frame is resumed in a bad state: SIGILL).
+  const bool started = co_await conn.StartChunked(200, "text/event-stream", keep_alive);
+  if (!started) {
+    instance.Finish(r, Outcome::kAborted, 200);
     co_return false;
   }
-  co_await SleepUntil(timer, SteadyClock::now() + engine.StartPrefill(*r));
-  engine.EndPrefill(*r);
-
-  const RequestState& state = *r;
-  const GenerationRequest& q = state.request;
-  const bool drop = state.fault == FaultAction::kDrop;
-  const int64_t n = state.output_tokens;
-  ChunkFormat format = MakeFormat(state, model);
-  std::string pending;
-  std::string full_text;
-  if (q.stream) {
-    if (!co_await conn.StartChunked(200, "text/event-stream", keep_alive)) {
-      engine.Finish(*r, Outcome::kAborted, 200);
-      co_return false;
-    }
-    if (format.chat) {
-      absl::StrAppend(&pending, format.head,
-                      "\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,"
-                      "\"finish_reason\":null}]}\n\n");
-    }
+  if (format.chat) {
+    absl::StrAppend(&pending, format.head,
+                    "\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,"
+                    "\"finish_reason\":null}]}\n\n");
   }
+  co_return true;
+}
+
+// Generates the output tokens at the modelled pace: streamed as SSE chunks
+// into `pending` (written whenever the next token is not yet due), or
+// gathered in `full_text`. Stops early at an injected drop. False (the
+// request already finished as aborted) when the client has gone.
+asio::awaitable<bool> GenerateTokens(ClientConn& conn, InstanceModel& instance, RequestState& r,
+                                     asio::steady_timer& timer, const ChunkFormat& format,
+                                     std::string& pending, std::string& full_text) {
+  const bool stream = r.request.stream;
+  const bool drop = r.fault == FaultAction::kDrop;
+  const int64_t n = r.output_tokens;
   SteadyClock::time_point due = SteadyClock::now();
   for (int64_t i = 0; i < n; ++i) {
     if (i > 0) {
-      due += engine.DecodeStep(*r);
+      due += instance.DecodeStep(r);
       if (due > SteadyClock::now() || pending.size() > kMaxPendingBytes) {
         if (!co_await conn.WriteChunk(pending)) {
-          engine.Finish(*r, Outcome::kAborted, 200);
+          instance.Finish(r, Outcome::kAborted, 200);
           co_return false;
         }
         pending.clear();
         co_await SleepUntil(timer, due);
       }
     }
-    if (drop && i >= state.drop_after_tokens) break;
-    std::string text = GeneratedTokenText(state.text_seed, i);
-    const char* finish = i == n - 1 ? state.finish_reason : nullptr;
-    if (q.stream) {
+    if (drop && i >= r.drop_after_tokens) break;
+    std::string text = GeneratedTokenText(r.text_seed, i);
+    const char* finish = i == n - 1 ? r.finish_reason : nullptr;
+    if (stream) {
       AppendTokenChunk(format, text, finish, pending);
       if (i == 0) {
         // The first token always goes out alone: server-side TTFT is the
         // moment it was written.
         if (!co_await conn.WriteChunk(pending)) {
-          engine.Finish(*r, Outcome::kAborted, 200);
+          instance.Finish(r, Outcome::kAborted, 200);
           co_return false;
         }
         pending.clear();
@@ -211,34 +191,87 @@ asio::awaitable<bool> ServeGeneration(ClientConn& conn, Engine& engine, Generati
     } else {
       full_text += text;
     }
-    engine.OnToken(*r);
+    instance.OnToken(r);
   }
-  if (drop) {
-    if (q.stream) co_await conn.WriteChunk(pending);
-    conn.Abort();
-    engine.Finish(*r, Outcome::kDropped, 200);
+  co_return true;
+}
+
+// Writes the end of a completed response: the usage chunk and [DONE] of a
+// stream, or the whole JSON answer. False when the client has gone.
+asio::awaitable<bool> EndResponse(ClientConn& conn, InstanceModel& instance, const RequestState& r,
+                                  const ChunkFormat& format, std::string& pending,
+                                  const std::string& full_text, bool keep_alive) {
+  if (!r.request.stream) {
+    co_return co_await conn.WriteJson(200, FullResponse(r, instance, full_text, LocalPort(conn)),
+                                      keep_alive);
+  }
+  if (r.request.include_usage) {
+    absl::StrAppend(&pending, "data: ", format.envelope,
+                    ",\"choices\":[],\"usage\":", UsageJson(r, instance.compat(), true), "}\n\n");
+  }
+  pending += "data: [DONE]\n\n";
+  co_return co_await conn.EndChunked(pending);
+}
+
+}  // namespace
+
+asio::awaitable<bool> AnswerInjectedError(ClientConn& conn, InstanceModel& instance,
+                                          RequestState& r, bool keep_alive) {
+  bool ok = co_await conn.WriteJson(r.error_status,
+                                    ErrorBody(r.error_status, "injected fault: error"), keep_alive);
+  instance.Finish(r, Outcome::kError, r.error_status);
+  co_return ok;
+}
+
+asio::awaitable<void> HangUntilClientLeaves(ClientConn& conn, InstanceModel& instance,
+                                            RequestState& r) {
+  char byte;
+  boost::system::error_code ec;
+  co_await conn.socket().async_read_some(asio::buffer(&byte, 1),
+                                         asio::redirect_error(asio::use_awaitable, ec));
+  instance.Finish(r, Outcome::kAborted, 0);
+}
+
+asio::awaitable<bool> ServeGeneration(ClientConn& conn, InstanceModel& instance,
+                                      GenerationRequest& request, RequestMeta& meta,
+                                      bool keep_alive) {
+  std::unique_ptr<RequestState> r = instance.Arrive(std::move(request), std::move(meta));
+  const std::string& model = instance.config().model;
+  if (r->fault == FaultAction::kError)
+    co_return co_await AnswerInjectedError(conn, instance, *r, keep_alive);
+  co_await WaitForAdmission(instance, *r);
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  if (r->fault == FaultAction::kHang) {
+    co_await HangUntilClientLeaves(conn, instance, *r);  // Holds its admission slot.
     co_return false;
   }
-  bool ok;
-  if (q.stream) {
-    if (q.include_usage) {
-      absl::StrAppend(&pending, "data: ", format.envelope,
-                      ",\"choices\":[],\"usage\":", UsageJson(state, engine.compat(), true),
-                      "}\n\n");
-    }
-    pending += "data: [DONE]\n\n";
-    ok = co_await conn.EndChunked(pending);
-  } else {
-    ok = co_await conn.WriteJson(200, FullResponse(state, engine, full_text, LocalPort(conn)),
-                                 keep_alive);
+  co_await SleepUntil(timer, SteadyClock::now() + instance.StartPrefill(*r));
+  instance.EndPrefill(*r);
+
+  const bool stream = r->request.stream;
+  ChunkFormat format = MakeFormat(*r, model);
+  std::string pending;
+  std::string full_text;
+  if (stream && !co_await StartStream(conn, instance, *r, format, pending, keep_alive)) {
+    co_return false;
   }
+  if (!co_await GenerateTokens(conn, instance, *r, timer, format, pending, full_text)) {
+    co_return false;
+  }
+  if (r->fault == FaultAction::kDrop) {
+    if (stream) co_await conn.WriteChunk(pending);
+    conn.Abort();
+    instance.Finish(*r, Outcome::kDropped, 200);
+    co_return false;
+  }
+  bool ok = co_await EndResponse(conn, instance, *r, format, pending, full_text, keep_alive);
   std::chrono::nanoseconds lease =
-      engine.Finish(*r, ok ? Outcome::kSuccess : Outcome::kAborted, 200);
+      instance.Finish(*r, ok ? Outcome::kSuccess : Outcome::kAborted, 200);
   if (lease.count() > 0) {
     // The lease ends on its own: nothing else may happen on this instance
     // to notice it, and waiters it blocks must be woken.
     auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor, lease);
-    timer->async_wait([timer, &engine](boost::system::error_code) { engine.ExpireLeases(); });
+    timer->async_wait([timer, &instance](boost::system::error_code) { instance.ExpireLeases(); });
   }
   co_return ok;
 }

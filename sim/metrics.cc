@@ -71,4 +71,25 @@ void RenderSample(absl::string_view name, absl::string_view labels, double value
   }
 }
 
+std::string QuoteLabelValue(absl::string_view value) {
+  std::string out = "\"";
+  for (char c : value) {
+    switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
 }  // namespace servelab::sim

@@ -1,8 +1,8 @@
 // Prometheus text-format building blocks for the sim's /metrics, written by
 // hand (not prometheus-cpp) because the sim serves metrics on its own HTTP
-// port and the hot path only needs a few adds under the engine's mutex.
+// port and the hot path only needs a few adds under the instance model's mutex.
 //
-// Not thread-safe: the owner (Engine) guards these with its mutex.
+// Not thread-safe: the owner (InstanceModel) guards these with its mutex.
 #ifndef SERVELAB_SIM_METRICS_H_
 #define SERVELAB_SIM_METRICS_H_
 
@@ -43,6 +43,10 @@ void RenderHeader(absl::string_view name, absl::string_view type, absl::string_v
                   std::string& out);
 // One sample line: name{labels} value.
 void RenderSample(absl::string_view name, absl::string_view labels, double value, std::string& out);
+// A label value quoted as the text format wants it: backslash, double quote
+// and newline escaped, every other byte as it is. (JSON quoting is not the
+// same: its \t and \u00XX escapes fail the parse of the whole scrape.)
+std::string QuoteLabelValue(absl::string_view value);
 
 }  // namespace servelab::sim
 

@@ -7,7 +7,7 @@
 //   int64_t cached = cache.Lookup(tokens);  // tokens served from cache
 //   cache.Insert(tokens);                   // after the prefill computed them
 //
-// Single-threaded: the owner (Engine) serializes calls under its mutex.
+// Single-threaded: the owner (InstanceModel) serializes calls under its mutex.
 #ifndef SERVELAB_SIM_PREFIX_CACHE_H_
 #define SERVELAB_SIM_PREFIX_CACHE_H_
 

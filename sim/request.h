@@ -36,7 +36,7 @@ struct GenerationRequest {
   bool kv_transferred = false;
   // kv_transfer_params.do_remote_decode = true (or an SGLang bootstrap_room):
   // this is the prefill leg of a P/D request; a decode instance will pull
-  // its KV (the engine's lease).
+  // its KV (the instance's lease).
   bool remote_decode = false;
   // kv_transfer_params.remote_cached_tokens: the prefill side's prefix-cache
   // hit, reported as usage cached_tokens on the decode side (-1 = none).

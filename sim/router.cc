@@ -115,6 +115,11 @@ std::string Router::FreshRequestId() {
                          lo >> 48, lo & 0xFFFFFFFFFFFFull);
 }
 
+uint64_t Router::FreshBootstrapRoom() {
+  absl::MutexLock lock(&mu_);
+  return ids_() >> 11;
+}
+
 namespace {
 
 using RequestHeaders = std::vector<std::pair<std::string, std::string>>;
@@ -175,77 +180,24 @@ int64_t CachedTokensOf(const std::string& response_body) {
   return cached && cached->is_integer() ? cached->int_value() : -1;
 }
 
-}  // namespace
+// sgl-router PD mode injects the prefill's bootstrap address and a random
+// room into both legs (pd_router.rs); the sim ignores them.
+struct SglangBootstrap {
+  JsonValue host = JsonValue::String("127.0.0.1");
+  JsonValue port = JsonValue::Number(8998, true);
+  JsonValue room;
+};
 
-asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, Engine& engine,
-                                              const IncomingRequest& request, const JsonValue& body,
-                                              GenerationRequest& parsed) {
-  RequestMeta meta{request.request_id, request.load_tag};
-  std::unique_ptr<RequestState> r = engine.Arrive(std::move(parsed), std::move(meta));
-  if (r->fault == FaultAction::kError) {
-    co_return co_await AnswerInjectedError(conn, engine, *r, request.keep_alive);
-  }
-  if (r->fault == FaultAction::kHang) {
-    co_await HangUntilClientLeaves(conn, engine, *r);
-    co_return false;
-  }
-  struct InFlight {
-    std::atomic<int64_t>& n;
-    ~InFlight() { --n; }
-  } in_flight{requests_in_flight_};
-  ++requests_in_flight_;
+void AddBootstrap(const SglangBootstrap& bootstrap, JsonValue& leg_body) {
+  leg_body.Set("bootstrap_host", &bootstrap.host);
+  leg_body.Set("bootstrap_port", &bootstrap.port);
+  leg_body.Set("bootstrap_room", &bootstrap.room);
+}
 
-  const bool vllm_family = IsVllmFamily(compat_);
-  RequestHeaders headers;
-  switch (compat_) {
-    case Compat::kSim:
-      headers = {{"x-request-id", request.request_id}, {"x-servelab-load", request.load_tag}};
-      break;
-    case Compat::kVllm:
-    case Compat::kVllmAscend: {
-      // Both proxies send only these two headers, with a fresh uuid4 as the
-      // request id of both legs (so P's and D's ids match each other, not
-      // the client's).
-      const char* key = std::getenv("OPENAI_API_KEY");
-      headers = {{"authorization", absl::StrCat("Bearer ", key != nullptr ? key : "None")},
-                 {"x-request-id", FreshRequestId()}};
-      break;
-    }
-    case Compat::kSglang:
-      // sgl-router/src/routers/header_utils.rs should_forward_request_header:
-      // authorization, x-request-id(-*), x-correlation-id, traceparent,
-      // tracestate; the sim only sees x-request-id.
-      headers = {{"x-request-id", request.request_id}};
-      break;
-  }
-  // Answers when the proxy fails before D's response started.
-  auto fail = [&](int status, absl::string_view message) -> asio::awaitable<bool> {
-    bool ok;
-    if (vllm_family) {
-      // An exception in the FastAPI handler: Starlette's plain 500.
-      status = 500;
-      ok = co_await conn.WriteResponse(500, "text/plain; charset=utf-8", "Internal Server Error",
-                                       request.keep_alive);
-    } else {
-      ok = co_await conn.WriteJson(status, ErrorBody(status, message), request.keep_alive);
-    }
-    engine.Finish(*r, Outcome::kError, status);
-    co_return ok;
-  };
-
-  // vllm-ascend's calculate_prefill_score / calculate_decode_score, from the
-  // body length; harmless weights for the round-robin profiles.
-  const double length = static_cast<double>(request.body.size());
-  const double prefill_score = length / 4.0 * 0.0345 + 120.0745;
-  const double decode_score = length;
-  const size_t p = Pick(true, prefill_score);
-  bool prefill_released = false;
-  auto release_prefill = [&] {
-    if (!prefill_released) Release(true, p, prefill_score);
-    prefill_released = true;
-  };
-
-  // Prefill leg.
+// The prefill leg: the client's body cut to one token, non-streaming, with
+// kv_transfer_params asking P to keep the KV for a remote decode.
+JsonValue PrefillBody(Compat compat, const JsonValue& body) {
+  const bool vllm_family = IsVllmFamily(compat);
   JsonValue prefill_body = body;
   JsonValue one = JsonValue::Number(1, true), no = JsonValue::Bool(false), null;
   prefill_body.Set("max_tokens", &one);
@@ -254,7 +206,7 @@ asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, Engine& engine,
     // if present, min_tokens popped; the vllm-ascend proxy sets min_tokens 1.
     if (body.Find("max_completion_tokens") != nullptr)
       prefill_body.Set("max_completion_tokens", &one);
-    prefill_body.Set("min_tokens", compat_ == Compat::kVllmAscend ? &one : nullptr);
+    prefill_body.Set("min_tokens", compat == Compat::kVllmAscend ? &one : nullptr);
     prefill_body.Set("min_completion_tokens", nullptr);
   } else {
     prefill_body.Set("max_completion_tokens", nullptr);
@@ -271,59 +223,32 @@ asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, Engine& engine,
                                                      {"remote_port", null}})
                                 : JsonValue::Object({{"do_remote_decode", JsonValue::Bool(true)}});
   prefill_body.Set("kv_transfer_params", &remote_decode);
-  JsonValue bootstrap_host = JsonValue::String("127.0.0.1");
-  JsonValue bootstrap_port = JsonValue::Number(8998, true);
-  JsonValue bootstrap_room;
-  if (compat_ == Compat::kSglang) {
-    // sgl-router PD mode injects the prefill's bootstrap address and a
-    // random room into both legs (pd_router.rs); the sim ignores them.
-    uint64_t room;
-    {
-      absl::MutexLock lock(&mu_);
-      room = ids_() >> 11;
-    }
-    bootstrap_room = JsonValue::Number(static_cast<double>(room), true);
-    prefill_body.Set("bootstrap_host", &bootstrap_host);
-    prefill_body.Set("bootstrap_port", &bootstrap_port);
-    prefill_body.Set("bootstrap_room", &bootstrap_room);
-  }
-  const std::string prefill_json = ToJson(prefill_body);
-  FetchResult prefill =
-      co_await Fetch(prefill_[p], http::verb::post, request.path, prefill_json, headers);
-  if (!prefill.connected) {
-    release_prefill();
-    co_return co_await fail(502, "prefill instance unreachable");
-  }
-  if (prefill.status != 200) {
-    release_prefill();
-    if (compat_ == Compat::kVllm) co_return co_await fail(500, "");
-    // vllm-ascend answers JSONResponse(err_body, status_code) from P's error.
-    bool ok = co_await conn.WriteJson(prefill.status, prefill.body, request.keep_alive);
-    engine.Finish(*r, Outcome::kError, prefill.status);
-    co_return ok;
-  }
+  return prefill_body;
+}
 
-  // Decode leg, relayed piece by piece.
+// The decode leg: the client's body with the kv_transfer_params the profile's
+// proxy gives D, from P's answer `prefill_answer`.
+JsonValue DecodeBody(Compat compat, const JsonValue& body, const std::string& prefill_answer) {
   JsonValue decode_body = body;
-  absl::StatusOr<JsonValue> prefill_answer = ParseJson(prefill.body);
+  absl::StatusOr<JsonValue> parsed_answer = ParseJson(prefill_answer);
   const JsonValue* returned_params =
-      prefill_answer.ok() ? prefill_answer->Find("kv_transfer_params") : nullptr;
+      parsed_answer.ok() ? parsed_answer->Find("kv_transfer_params") : nullptr;
   JsonValue remote_prefill = JsonValue::Object(
       {{"do_remote_prefill", JsonValue::Bool(true)},
        {"remote_cached_tokens",
-        JsonValue::Number(static_cast<double>(std::max<int64_t>(CachedTokensOf(prefill.body), 0)),
+        JsonValue::Number(static_cast<double>(std::max<int64_t>(CachedTokensOf(prefill_answer), 0)),
                           true)}});
   JsonValue forwarded_params;
-  if (vllm_family && returned_params != nullptr && returned_params->is_object()) {
+  if (IsVllmFamily(compat) && returned_params != nullptr && returned_params->is_object()) {
     // Both vLLM proxies: req_data["kv_transfer_params"] = P's answer's.
     forwarded_params = *returned_params;
-    if (compat_ == Compat::kVllmAscend) {
+    if (compat == Compat::kVllmAscend) {
       // update_cached_tokens_in_chunk: the proxy writes P's reported
       // cached_tokens (extract_cached_tokens: 0 when P reported none) into
       // every usage D sends, creating prompt_tokens_details if need be. The
       // sim has D do it instead of rewriting the relayed bytes.
       JsonValue reported = JsonValue::Number(
-          static_cast<double>(std::max<int64_t>(CachedTokensOf(prefill.body), 0)), true);
+          static_cast<double>(std::max<int64_t>(CachedTokensOf(prefill_answer), 0)), true);
       JsonValue yes = JsonValue::Bool(true);
       forwarded_params.Set("remote_cached_tokens", &reported);
       forwarded_params.Set("servelab_report_cached_tokens", &yes);
@@ -332,55 +257,186 @@ asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, Engine& engine,
   } else {
     decode_body.Set("kv_transfer_params", &remote_prefill);
   }
-  if (compat_ == Compat::kSglang) {
-    decode_body.Set("bootstrap_host", &bootstrap_host);
-    decode_body.Set("bootstrap_port", &bootstrap_port);
-    decode_body.Set("bootstrap_room", &bootstrap_room);
+  return decode_body;
+}
+
+bool WantsStream(const JsonValue& body) {
+  const JsonValue* stream = body.Find("stream");
+  return stream != nullptr && stream->is_bool() && stream->bool_value();
+}
+}  // namespace
+
+// One generation request being proxied: the client side, the sim's record
+// of the request, and P's reservation, which is released once (at D's first
+// chunk or when the request ends, whichever comes first).
+class Router::Call {
+ public:
+  Call(Router& router, ClientConn& conn, InstanceModel& instance, const IncomingRequest& request,
+       const JsonValue& body, RequestState& r)
+      : router_(router),
+        conn_(conn),
+        instance_(instance),
+        request_(request),
+        body_(body),
+        r_(r),
+        compat_(router.compat_),
+        vllm_family_(IsVllmFamily(router.compat_)),
+        stream_(WantsStream(body)),
+        // vllm-ascend's calculate_prefill_score / calculate_decode_score, from
+        // the body length; harmless weights for the round-robin profiles.
+        prefill_score_(static_cast<double>(request.body.size()) / 4.0 * 0.0345 + 120.0745),
+        decode_score_(static_cast<double>(request.body.size())) {}
+
+  asio::awaitable<bool> Run();
+
+ private:
+  RequestHeaders LegHeaders();
+  void ReleasePrefill();
+  std::string ClientContentType(const std::string& upstream) const;
+  asio::awaitable<bool> Fail(int status, absl::string_view message);
+  asio::awaitable<bool> AnswerPrefillError(const FetchResult& prefill);
+  asio::awaitable<bool> DecodeLeg(const JsonValue& decode_body, const RequestHeaders& headers);
+  asio::awaitable<bool> DecodeFailed(int status, absl::string_view message);
+  asio::awaitable<bool> RelayDecodeBody(tcp::socket& upstream, beast::flat_buffer& buffer,
+                                        http::response_parser<http::buffer_body>& parser,
+                                        int status);
+
+  Router& router_;
+  ClientConn& conn_;
+  InstanceModel& instance_;
+  const IncomingRequest& request_;
+  const JsonValue& body_;
+  RequestState& r_;
+  const Compat compat_;
+  const bool vllm_family_;
+  const bool stream_;
+  const double prefill_score_;
+  const double decode_score_;
+  size_t prefill_index_ = 0;
+  bool prefill_released_ = false;
+};
+
+asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, InstanceModel& instance,
+                                              const IncomingRequest& request, const JsonValue& body,
+                                              GenerationRequest& parsed) {
+  RequestMeta meta{request.request_id, request.load_tag};
+  std::unique_ptr<RequestState> r = instance.Arrive(std::move(parsed), std::move(meta));
+  if (r->fault == FaultAction::kError) {
+    co_return co_await AnswerInjectedError(conn, instance, *r, request.keep_alive);
   }
-  const size_t d = Pick(false, decode_score);
+  if (r->fault == FaultAction::kHang) {
+    co_await HangUntilClientLeaves(conn, instance, *r);
+    co_return false;
+  }
+  struct InFlight {
+    std::atomic<int64_t>& n;
+    ~InFlight() { --n; }
+  } in_flight{requests_in_flight_};
+  ++requests_in_flight_;
+  Call call(*this, conn, instance, request, body, *r);
+  co_return co_await call.Run();
+}
+
+asio::awaitable<bool> Router::Call::Run() {
+  const RequestHeaders headers = LegHeaders();
+  prefill_index_ = router_.Pick(true, prefill_score_);
+  JsonValue prefill_body = PrefillBody(compat_, body_);
+  SglangBootstrap bootstrap;
+  if (compat_ == Compat::kSglang) {
+    bootstrap.room = JsonValue::Number(static_cast<double>(router_.FreshBootstrapRoom()), true);
+    AddBootstrap(bootstrap, prefill_body);
+  }
+  const std::string prefill_json = ToJson(prefill_body);
+  FetchResult prefill = co_await Fetch(router_.prefill_[prefill_index_], http::verb::post,
+                                       request_.path, prefill_json, headers);
+  if (!prefill.connected) {
+    ReleasePrefill();
+    co_return co_await Fail(502, "prefill instance unreachable");
+  }
+  if (prefill.status != 200) co_return co_await AnswerPrefillError(prefill);
+  JsonValue decode_body = DecodeBody(compat_, body_, prefill.body);
+  if (compat_ == Compat::kSglang) AddBootstrap(bootstrap, decode_body);
+  co_return co_await DecodeLeg(decode_body, headers);
+}
+
+RequestHeaders Router::Call::LegHeaders() {
+  switch (compat_) {
+    case Compat::kSim:
+      return {{"x-request-id", request_.request_id}, {"x-servelab-load", request_.load_tag}};
+    case Compat::kVllm:
+    case Compat::kVllmAscend: {
+      // Both proxies send only these two headers, with a fresh uuid4 as the
+      // request id of both legs (so P's and D's ids match each other, not
+      // the client's).
+      const char* key = std::getenv("OPENAI_API_KEY");
+      return {{"authorization", absl::StrCat("Bearer ", key != nullptr ? key : "None")},
+              {"x-request-id", router_.FreshRequestId()}};
+    }
+    case Compat::kSglang:
+      // sgl-router/src/routers/header_utils.rs should_forward_request_header:
+      // authorization, x-request-id(-*), x-correlation-id, traceparent,
+      // tracestate; the sim only sees x-request-id.
+      return {{"x-request-id", request_.request_id}};
+  }
+  return {};
+}
+
+void Router::Call::ReleasePrefill() {
+  if (!prefill_released_) router_.Release(true, prefill_index_, prefill_score_);
+  prefill_released_ = true;
+}
+
+// What the client sees once D's answer starts: the toy proxy always says
+// StreamingResponse(media_type="application/json"); vllm-ascend's says
+// text/event-stream when streaming.
+std::string Router::Call::ClientContentType(const std::string& upstream) const {
+  if (compat_ == Compat::kVllm) return "application/json";
+  if (compat_ == Compat::kVllmAscend) {
+    return stream_ ? "text/event-stream; charset=utf-8" : "application/json";
+  }
+  return upstream.empty() ? "application/json" : upstream;
+}
+
+// Answers when the proxy fails before D's response started.
+asio::awaitable<bool> Router::Call::Fail(int status, absl::string_view message) {
+  bool ok;
+  if (vllm_family_) {
+    // An exception in the FastAPI handler: Starlette's plain 500.
+    status = 500;
+    ok = co_await conn_.WriteResponse(500, "text/plain; charset=utf-8", "Internal Server Error",
+                                      request_.keep_alive);
+  } else {
+    ok = co_await conn_.WriteJson(status, ErrorBody(status, message), request_.keep_alive);
+  }
+  instance_.Finish(r_, Outcome::kError, status);
+  co_return ok;
+}
+
+asio::awaitable<bool> Router::Call::AnswerPrefillError(const FetchResult& prefill) {
+  ReleasePrefill();
+  if (compat_ == Compat::kVllm) co_return co_await Fail(500, "");
+  // vllm-ascend answers JSONResponse(err_body, status_code) from P's error.
+  bool ok = co_await conn_.WriteJson(prefill.status, prefill.body, request_.keep_alive);
+  instance_.Finish(r_, Outcome::kError, prefill.status);
+  co_return ok;
+}
+
+// Sends the decode leg to a D and relays its answer piece by piece.
+asio::awaitable<bool> Router::Call::DecodeLeg(const JsonValue& decode_body,
+                                              const RequestHeaders& headers) {
+  const size_t d = router_.Pick(false, decode_score_);
   struct DecodeLoad {
     Router& router;
     size_t index;
     double load;
     ~DecodeLoad() { router.Release(false, index, load); }
-  } decode_load{*this, d, decode_score};
-  const bool stream = body.Find("stream") != nullptr && body.Find("stream")->is_bool() &&
-                      body.Find("stream")->bool_value();
-  // What the client sees once D's answer starts: the toy proxy always says
-  // StreamingResponse(media_type="application/json"); vllm-ascend's says
-  // text/event-stream when streaming.
-  auto client_content_type = [&](const std::string& upstream) -> std::string {
-    if (compat_ == Compat::kVllm) return "application/json";
-    if (compat_ == Compat::kVllmAscend) {
-      return stream ? "text/event-stream; charset=utf-8" : "application/json";
-    }
-    return upstream.empty() ? "application/json" : upstream;
-  };
-  // vLLM proxies stream from D inside the response body generator, so D's
-  // failure comes after a 200 was sent: the toy proxy's generator raises
-  // (the connection is cut), vllm-ascend's logs it and ends the body.
-  auto decode_failed = [&](int status, absl::string_view message) -> asio::awaitable<bool> {
-    release_prefill();
-    if (!vllm_family) co_return co_await fail(502, message);
-    if (!co_await conn.StartChunked(200, client_content_type(""), request.keep_alive)) {
-      engine.Finish(*r, Outcome::kAborted, 200);
-      co_return false;
-    }
-    if (compat_ == Compat::kVllm) {
-      conn.Abort();
-      engine.Finish(*r, Outcome::kDropped, status);
-      co_return false;
-    }
-    bool ok = co_await conn.EndChunked("");
-    engine.Finish(*r, Outcome::kError, status);
-    co_return ok;
-  };
+  } decode_load{router_, d, decode_score_};
+  const Upstream& decode = router_.decode_[d];
   tcp::socket upstream(co_await asio::this_coro::executor);
   boost::system::error_code ec;
-  co_await upstream.async_connect(decode_[d].endpoint,
-                                  asio::redirect_error(asio::use_awaitable, ec));
-  if (ec) co_return co_await decode_failed(502, "decode instance unreachable");
-  auto req = MakeRequest(decode_[d], http::verb::post, request.path, ToJson(decode_body), headers);
+  co_await upstream.async_connect(decode.endpoint, asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) co_return co_await DecodeFailed(502, "decode instance unreachable");
+  auto req = MakeRequest(decode, http::verb::post, request_.path, ToJson(decode_body), headers);
   co_await http::async_write(upstream, req, asio::redirect_error(asio::use_awaitable, ec));
   beast::flat_buffer buffer;
   http::response_parser<http::buffer_body> parser;
@@ -389,18 +445,49 @@ asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, Engine& engine,
     co_await http::async_read_header(upstream, buffer, parser,
                                      asio::redirect_error(asio::use_awaitable, ec));
   }
-  if (ec) co_return co_await decode_failed(502, "decode instance failed before answering");
+  if (ec) co_return co_await DecodeFailed(502, "decode instance failed before answering");
   int status = static_cast<int>(parser.get().result_int());
-  if (vllm_family && status != 200) co_return co_await decode_failed(status, "");
+  if (vllm_family_ && status != 200) co_return co_await DecodeFailed(status, "");
   std::string content_type =
-      client_content_type(std::string(parser.get()[http::field::content_type]));
-  if (!co_await conn.StartChunked(status, content_type, request.keep_alive)) {
-    release_prefill();
-    engine.Finish(*r, Outcome::kAborted, status);
+      ClientContentType(std::string(parser.get()[http::field::content_type]));
+  if (!co_await conn_.StartChunked(status, content_type, request_.keep_alive)) {
+    ReleasePrefill();
+    instance_.Finish(r_, Outcome::kAborted, status);
     co_return false;
   }
+  co_return co_await RelayDecodeBody(upstream, buffer, parser, status);
+}
+
+// vLLM proxies stream from D inside the response body generator, so D's
+// failure comes after a 200 was sent: the toy proxy's generator raises
+// (the connection is cut), vllm-ascend's logs it and ends the body.
+asio::awaitable<bool> Router::Call::DecodeFailed(int status, absl::string_view message) {
+  ReleasePrefill();
+  if (!vllm_family_) co_return co_await Fail(502, message);
+  // Awaited into a variable, not inside the `if`: g++ 12 miscompiles a
+  // co_await in a condition of a coroutine that has no local variable.
+  const bool started = co_await conn_.StartChunked(200, ClientContentType(""), request_.keep_alive);
+  if (!started) {
+    instance_.Finish(r_, Outcome::kAborted, 200);
+    co_return false;
+  }
+  if (compat_ == Compat::kVllm) {
+    conn_.Abort();
+    instance_.Finish(r_, Outcome::kDropped, status);
+    co_return false;
+  }
+  bool ok = co_await conn_.EndChunked("");
+  instance_.Finish(r_, Outcome::kError, status);
+  co_return ok;
+}
+
+// D's body, after its headers, to the client as it arrives.
+asio::awaitable<bool> Router::Call::RelayDecodeBody(
+    tcp::socket& upstream, beast::flat_buffer& buffer,
+    http::response_parser<http::buffer_body>& parser, int status) {
   char piece[16384];
   bool first = true;
+  boost::system::error_code ec;
   while (!parser.is_done()) {
     parser.get().body().data = piece;
     parser.get().body().size = sizeof(piece);
@@ -409,29 +496,29 @@ asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, Engine& engine,
     if (ec == http::error::need_buffer) ec = {};
     if (ec) {
       // D dropped the stream: pass the truncation on rather than ending cleanly.
-      release_prefill();
-      conn.Abort();
-      engine.Finish(*r, Outcome::kDropped, status);
+      ReleasePrefill();
+      conn_.Abort();
+      instance_.Finish(r_, Outcome::kDropped, status);
       co_return false;
     }
     size_t n = sizeof(piece) - parser.get().body().size;
     if (n == 0) continue;
     // vllm-ascend releases P's KV score at D's first chunk.
-    release_prefill();
-    if (!co_await conn.WriteChunk(absl::string_view(piece, n))) {
-      engine.Finish(*r, Outcome::kAborted, status);
+    ReleasePrefill();
+    if (!co_await conn_.WriteChunk(absl::string_view(piece, n))) {
+      instance_.Finish(r_, Outcome::kAborted, status);
       co_return false;
     }
-    if (first && status == 200) engine.OnToken(*r);
+    if (first && status == 200) instance_.OnToken(r_);
     first = false;
   }
-  release_prefill();
-  bool ok = co_await conn.EndChunked("");
-  engine.Finish(*r,
-                !ok             ? Outcome::kAborted
-                : status == 200 ? Outcome::kSuccess
-                                : Outcome::kError,
-                status);
+  ReleasePrefill();
+  bool ok = co_await conn_.EndChunked("");
+  instance_.Finish(r_,
+                   !ok             ? Outcome::kAborted
+                   : status == 200 ? Outcome::kSuccess
+                                   : Outcome::kError,
+                   status);
   co_return ok;
 }
 

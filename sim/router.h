@@ -39,8 +39,8 @@
 #include "absl/synchronization/mutex.h"
 #include "sim/asio.h"
 #include "sim/compat.h"
-#include "sim/engine.h"
 #include "sim/http_conn.h"
+#include "sim/instance_model.h"
 #include "sim/json.h"
 
 namespace servelab::sim {
@@ -70,7 +70,7 @@ class Router {
   // Serves one /v1/completions or /v1/chat/completions request already
   // validated by the caller (`body` is its JSON; `parsed` is moved from).
   // False = close the connection.
-  asio::awaitable<bool> ServeGeneration(ClientConn& conn, Engine& engine,
+  asio::awaitable<bool> ServeGeneration(ClientConn& conn, InstanceModel& instance,
                                         const IncomingRequest& request, const JsonValue& body,
                                         GenerationRequest& parsed);
   // True when every upstream answers GET /health with 200.
@@ -90,6 +90,11 @@ class Router {
   size_t Pick(bool prefill, double load);
   void Release(bool prefill, size_t index, double load);
   std::string FreshRequestId();
+  // sgl-router PD mode's random bootstrap_room.
+  uint64_t FreshBootstrapRoom();
+
+  // The steps of one ServeGeneration call (router.cc).
+  class Call;
 
   // Constant after construction.
   const std::vector<Upstream> prefill_;

@@ -14,9 +14,9 @@ namespace servelab::sim {
 namespace http = boost::beast::http;
 namespace beast = boost::beast;
 
-Server::Server(const ServerOptions& options, Engine& engine, Router* router)
+Server::Server(const ServerOptions& options, InstanceModel& instance, Router* router)
     : options_(options),
-      engine_(engine),
+      instance_(instance),
       router_(router),
       contexts_([&] {
         std::vector<std::unique_ptr<asio::io_context>> c;
@@ -31,9 +31,9 @@ Server::Server(const ServerOptions& options, Engine& engine, Router* router)
 
 Server::~Server() { Shutdown(); }
 
-absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, Engine& engine,
-                                                       Router* router) {
-  std::unique_ptr<Server> server(new Server(options, engine, router));
+absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& options,
+                                                       InstanceModel& instance, Router* router) {
+  std::unique_ptr<Server> server(new Server(options, instance, router));
   absl::Status s = server->Listen();
   if (!s.ok()) return s;
   return server;
@@ -115,7 +115,7 @@ asio::awaitable<void> Server::Session(tcp::socket socket) {
   beast::flat_buffer buffer;
   while (true) {
     http::request_parser<http::string_body> parser;
-    parser.body_limit(static_cast<uint64_t>(engine_.config().max_body_bytes));
+    parser.body_limit(static_cast<uint64_t>(instance_.config().max_body_bytes));
     co_await http::async_read(conn.socket(), buffer, parser,
                               asio::redirect_error(asio::use_awaitable, ec));
     if (ec == http::error::body_limit) {
@@ -151,7 +151,7 @@ asio::awaitable<void> Server::Session(tcp::socket socket) {
 
 asio::awaitable<bool> Server::HandleGeneration(ClientConn& conn, IncomingRequest& request,
                                                ApiKind kind) {
-  const Compat compat = engine_.compat().compat;
+  const Compat compat = instance_.compat().compat;
   // The toy proxy forwards whatever arrives and turns P's 4xx (or a body
   // that is not JSON) into an exception: Starlette's plain 500.
   const bool toy_proxy = router_ != nullptr && compat == Compat::kVllm;
@@ -168,7 +168,7 @@ asio::awaitable<bool> Server::HandleGeneration(ClientConn& conn, IncomingRequest
   // forwards the request and lets the upstream answer (toy_proxy_server.py,
   // load_balance_proxy_server_example.py, sglang_router). Only the sim's own
   // router (compat sim) keeps today's check.
-  SimConfig config = engine_.config();
+  SimConfig config = instance_.config();
   if (router_ != nullptr && compat != Compat::kSim) {
     if (const JsonValue* model = body->Find("model"); model != nullptr && model->is_string()) {
       config.model = model->string_value();
@@ -187,20 +187,20 @@ asio::awaitable<bool> Server::HandleGeneration(ClientConn& conn, IncomingRequest
   // Proxies in front of real engines drop client headers, so the load tag
   // may only survive in the body.
   if (request.load_tag.empty()) request.load_tag = parsed->user;
-  if (!engine_.Ready()) {
+  if (!instance_.Ready()) {
     co_return co_await conn.WriteJson(503, ErrorBody(503, "the model is still loading"),
                                       request.keep_alive);
   }
   GenerationRequest generation = *std::move(parsed);
   if (router_ != nullptr) {
-    co_return co_await router_->ServeGeneration(conn, engine_, request, *body, generation);
+    co_return co_await router_->ServeGeneration(conn, instance_, request, *body, generation);
   }
   RequestMeta meta{request.request_id, request.load_tag};
-  co_return co_await ServeGeneration(conn, engine_, generation, meta, request.keep_alive);
+  co_return co_await ServeGeneration(conn, instance_, generation, meta, request.keep_alive);
 }
 
 asio::awaitable<bool> Server::NotFound(ClientConn& conn, const IncomingRequest& request) {
-  const Compat compat = engine_.compat().compat;
+  const Compat compat = instance_.compat().compat;
   if (router_ != nullptr && compat == Compat::kSglang) {
     // sgl-router is axum: an unknown route is an empty 404.
     co_return co_await conn.WriteResponse(404, "text/plain", "", request.keep_alive);
@@ -255,18 +255,12 @@ asio::awaitable<bool> Server::Dispatch(ClientConn& conn, IncomingRequest& reques
   const std::string& path = request.path;
   const bool get = request.method == "GET", post = request.method == "POST";
   const bool keep = request.keep_alive;
-  const CompatOptions& compat = engine_.compat();
+  const CompatOptions& compat = instance_.compat();
   if (router_ != nullptr && IsVllmFamily(compat.compat)) {
     co_return co_await DispatchVllmProxy(conn, request);
   }
-  auto method_not_allowed = [&]() -> asio::awaitable<bool> {
-    if (compat.compat != Compat::kSim) {
-      co_return co_await conn.WriteJson(405, "{\"detail\":\"Method Not Allowed\"}", keep);
-    }
-    co_return co_await conn.WriteJson(405, ErrorBody(405, "method not allowed"), keep);
-  };
   if (path == "/v1/completions" || path == "/v1/chat/completions") {
-    if (!post) co_return co_await method_not_allowed();
+    if (!post) co_return co_await MethodNotAllowed(conn, keep);
     co_return co_await HandleGeneration(
         conn, request, path == "/v1/completions" ? ApiKind::kCompletion : ApiKind::kChat);
   }
@@ -274,101 +268,128 @@ asio::awaitable<bool> Server::Dispatch(ClientConn& conn, IncomingRequest& reques
   // (health through a one-token generation); the sim answers it like /health.
   if (path == "/health" ||
       (path == "/health_generate" && compat.compat == Compat::kSglang && router_ == nullptr)) {
-    if (!get) co_return co_await method_not_allowed();
-    bool healthy = engine_.Ready();
-    if (healthy && router_ != nullptr) healthy = co_await router_->UpstreamsHealthy();
-    if (healthy) co_return co_await conn.WriteResponse(200, "text/plain", "", keep);
-    co_return co_await conn.WriteJson(
-        503, ErrorBody(503, router_ ? "an upstream is not healthy" : "the model is still loading"),
-        keep);
+    if (!get) co_return co_await MethodNotAllowed(conn, keep);
+    co_return co_await ServeHealth(conn, keep);
   }
   if (path == "/metrics") {
     if (router_ == nullptr && !ServesMetrics(compat)) co_return co_await NotFound(conn, request);
-    if (!get) co_return co_await method_not_allowed();
+    if (!get) co_return co_await MethodNotAllowed(conn, keep);
     co_return co_await conn.WriteResponse(200, "text/plain; version=0.0.4; charset=utf-8",
-                                          engine_.RenderMetrics(), keep);
+                                          instance_.RenderMetrics(), keep);
   }
   if (path == "/v1/models") {
-    if (!get) co_return co_await method_not_allowed();
-    if (router_ != nullptr) {
-      auto [status, body] = co_await router_->Models();
-      co_return co_await conn.WriteJson(status, body, keep);
-    }
-    const SimConfig& c = engine_.config();
-    co_return co_await conn.WriteJson(
-        200,
-        absl::StrCat("{\"object\":\"list\",\"data\":[{\"id\":", JsonQuote(c.model),
-                     ",\"object\":\"model\",\"created\":", static_cast<int64_t>(std::time(nullptr)),
-                     ",\"owned_by\":\"", ModelOwner(compat.compat),
-                     "\",\"root\":", JsonQuote(c.model),
-                     // vLLM's ModelCard also says parent (null for a base model).
-                     IsVllmFamily(compat.compat) ? ",\"parent\":null" : "",
-                     ",\"max_model_len\":", c.max_model_len, "}]}"),
-        keep);
+    if (!get) co_return co_await MethodNotAllowed(conn, keep);
+    co_return co_await ServeModels(conn, keep);
   }
   if (path == "/reset_prefix_cache" &&
       (router_ != nullptr ? compat.compat == Compat::kSim : ServesResetPrefixCache(compat))) {
-    if (!post) co_return co_await method_not_allowed();
-    if (router_ != nullptr) {
-      const std::string reset_path = "/reset_prefix_cache";
-      std::vector<std::string> failed = co_await router_->FanOut(reset_path);
-      if (!failed.empty()) {
-        co_return co_await conn.WriteJson(502, ErrorBody(502, "an upstream did not reset"), keep);
-      }
-    }
-    // vllm/entrypoints/serve/dev/cache/api_router.py: "we currently do not
-    // check if the prefix cache is successfully reset" -- 200 either way.
-    engine_.ResetPrefixCache();
-    co_return co_await conn.WriteResponse(200, "text/plain", "", keep);
+    if (!post) co_return co_await MethodNotAllowed(conn, keep);
+    co_return co_await ServeResetPrefixCache(conn, keep);
   }
   if (path == "/flush_cache" && compat.compat == Compat::kSglang) {
-    // python/sglang/srt/entrypoints/http_server.py: GET or POST; 200 when
-    // the scheduler flushed, 400 when it refused (not idle), same text.
-    if (!get && !post) co_return co_await method_not_allowed();
-    bool flushed;
-    if (router_ != nullptr) {
-      // sgl-router's /flush_cache posts to every worker.
-      const std::string flush_path = "/flush_cache";
-      std::vector<std::string> failed = co_await router_->FanOut(flush_path);
-      flushed = failed.empty();
-      if (flushed) {
-        co_return co_await conn.WriteResponse(200, "text/plain", "Cache flushed on all servers",
-                                              keep);
-      }
-      co_return co_await conn.WriteResponse(
-          500, "text/plain", absl::StrCat("Failed to flush cache on ", failed.size(), " server(s)"),
-          keep);
-    }
-    flushed = engine_.ResetPrefixCache();
-    co_return co_await conn.WriteResponse(
-        flushed ? 200 : 400, "text/plain; charset=utf-8",
-        "Cache flushed.\nPlease check backend logs for more details. (When there are running or "
-        "waiting requests, the operation will not be performed.)\n",
-        keep);
+    // python/sglang/srt/entrypoints/http_server.py: GET or POST.
+    if (!get && !post) co_return co_await MethodNotAllowed(conn, keep);
+    co_return co_await ServeFlushCache(conn, keep);
   }
-  if (path == "/admin/faults") {
-    if (get) co_return co_await conn.WriteJson(200, engine_.FaultsJson(), keep);
-    if (!post) co_return co_await method_not_allowed();
-    absl::StatusOr<JsonValue> body = ParseJson(request.body);
-    absl::StatusOr<FaultEffects> effects =
-        body.ok() ? engine_.ApplyFaults(*body) : absl::StatusOr<FaultEffects>(body.status());
-    if (!effects.ok()) {
-      co_return co_await conn.WriteJson(400, ErrorBody(400, effects.status().message()), keep);
-    }
-    SimLog().info("faults set: {}", engine_.FaultsJson());
-    bool ok = co_await conn.WriteJson(200, engine_.FaultsJson(), keep);
-    if (effects->refuse_connections.count() > 0) RefuseConnections(effects->refuse_connections);
-    co_return ok;
-  }
+  if (path == "/admin/faults") co_return co_await ServeFaults(conn, request);
   if (path == "/debug/requests") {
-    if (!get) co_return co_await method_not_allowed();
-    co_return co_await conn.WriteJson(200, engine_.DebugRequestsJson(), keep);
+    if (!get) co_return co_await MethodNotAllowed(conn, keep);
+    co_return co_await conn.WriteJson(200, instance_.DebugRequestsJson(), keep);
   }
   if (path == "/debug/loads") {
-    if (!get) co_return co_await method_not_allowed();
-    co_return co_await conn.WriteJson(200, engine_.LoadsJson(), keep);
+    if (!get) co_return co_await MethodNotAllowed(conn, keep);
+    co_return co_await conn.WriteJson(200, instance_.LoadsJson(), keep);
   }
   co_return co_await NotFound(conn, request);
+}
+
+asio::awaitable<bool> Server::MethodNotAllowed(ClientConn& conn, bool keep_alive) {
+  if (instance_.compat().compat != Compat::kSim) {
+    co_return co_await conn.WriteJson(405, "{\"detail\":\"Method Not Allowed\"}", keep_alive);
+  }
+  co_return co_await conn.WriteJson(405, ErrorBody(405, "method not allowed"), keep_alive);
+}
+
+asio::awaitable<bool> Server::ServeHealth(ClientConn& conn, bool keep_alive) {
+  bool healthy = instance_.Ready();
+  if (healthy && router_ != nullptr) healthy = co_await router_->UpstreamsHealthy();
+  if (healthy) co_return co_await conn.WriteResponse(200, "text/plain", "", keep_alive);
+  co_return co_await conn.WriteJson(
+      503, ErrorBody(503, router_ ? "an upstream is not healthy" : "the model is still loading"),
+      keep_alive);
+}
+
+asio::awaitable<bool> Server::ServeModels(ClientConn& conn, bool keep_alive) {
+  if (router_ != nullptr) {
+    auto [status, body] = co_await router_->Models();
+    co_return co_await conn.WriteJson(status, body, keep_alive);
+  }
+  const Compat compat = instance_.compat().compat;
+  const SimConfig& c = instance_.config();
+  co_return co_await conn.WriteJson(
+      200,
+      absl::StrCat("{\"object\":\"list\",\"data\":[{\"id\":", JsonQuote(c.model),
+                   ",\"object\":\"model\",\"created\":", static_cast<int64_t>(std::time(nullptr)),
+                   ",\"owned_by\":\"", ModelOwner(compat), "\",\"root\":", JsonQuote(c.model),
+                   // vLLM's ModelCard also says parent (null for a base model).
+                   IsVllmFamily(compat) ? ",\"parent\":null" : "",
+                   ",\"max_model_len\":", c.max_model_len, "}]}"),
+      keep_alive);
+}
+
+asio::awaitable<bool> Server::ServeResetPrefixCache(ClientConn& conn, bool keep_alive) {
+  if (router_ != nullptr) {
+    const std::string reset_path = "/reset_prefix_cache";
+    std::vector<std::string> failed = co_await router_->FanOut(reset_path);
+    if (!failed.empty()) {
+      co_return co_await conn.WriteJson(502, ErrorBody(502, "an upstream did not reset"),
+                                        keep_alive);
+    }
+  }
+  // vllm/entrypoints/serve/dev/cache/api_router.py: "we currently do not
+  // check if the prefix cache is successfully reset" -- 200 either way.
+  instance_.ResetPrefixCache();
+  co_return co_await conn.WriteResponse(200, "text/plain", "", keep_alive);
+}
+
+// python/sglang/srt/entrypoints/http_server.py: 200 when the scheduler
+// flushed, 400 when it refused (not idle), same text.
+asio::awaitable<bool> Server::ServeFlushCache(ClientConn& conn, bool keep_alive) {
+  if (router_ != nullptr) {
+    // sgl-router's /flush_cache posts to every worker.
+    const std::string flush_path = "/flush_cache";
+    std::vector<std::string> failed = co_await router_->FanOut(flush_path);
+    if (failed.empty()) {
+      co_return co_await conn.WriteResponse(200, "text/plain", "Cache flushed on all servers",
+                                            keep_alive);
+    }
+    co_return co_await conn.WriteResponse(
+        500, "text/plain", absl::StrCat("Failed to flush cache on ", failed.size(), " server(s)"),
+        keep_alive);
+  }
+  const bool flushed = instance_.ResetPrefixCache();
+  co_return co_await conn.WriteResponse(
+      flushed ? 200 : 400, "text/plain; charset=utf-8",
+      "Cache flushed.\nPlease check backend logs for more details. (When there are running or "
+      "waiting requests, the operation will not be performed.)\n",
+      keep_alive);
+}
+
+// GET shows the faults; POST sets them.
+asio::awaitable<bool> Server::ServeFaults(ClientConn& conn, const IncomingRequest& request) {
+  const bool keep = request.keep_alive;
+  if (request.method == "GET") co_return co_await conn.WriteJson(200, instance_.FaultsJson(), keep);
+  if (request.method != "POST") co_return co_await MethodNotAllowed(conn, keep);
+  absl::StatusOr<JsonValue> body = ParseJson(request.body);
+  absl::StatusOr<FaultEffects> effects =
+      body.ok() ? instance_.ApplyFaults(*body) : absl::StatusOr<FaultEffects>(body.status());
+  if (!effects.ok()) {
+    co_return co_await conn.WriteJson(400, ErrorBody(400, effects.status().message()), keep);
+  }
+  SimLog().info("faults set: {}", instance_.FaultsJson());
+  bool ok = co_await conn.WriteJson(200, instance_.FaultsJson(), keep);
+  if (effects->refuse_connections.count() > 0) RefuseConnections(effects->refuse_connections);
+  co_return ok;
 }
 
 }  // namespace servelab::sim

@@ -3,12 +3,12 @@
 // one coroutine (keep-alive, requests served in order). Endpoints are listed
 // in sim/README.md.
 //
-//   auto server = Server::Create(options, engine, router.get());  // binds
+//   auto server = Server::Create(options, instance, router.get());  // binds
 //   (*server)->Start();  ... (*server)->Shutdown();
 //
 // Errors: Create fails with a clear message when the address is in use or
 // not bindable. Thread-safety: Create/Start/Shutdown from one thread; the
-// Engine and Router it borrows must outlive it.
+// InstanceModel and Router it borrows must outlive it.
 #ifndef SERVELAB_SIM_SERVER_H_
 #define SERVELAB_SIM_SERVER_H_
 
@@ -21,8 +21,8 @@
 
 #include "absl/status/statusor.h"
 #include "sim/asio.h"
-#include "sim/engine.h"
 #include "sim/http_conn.h"
+#include "sim/instance_model.h"
 #include "sim/router.h"
 
 namespace servelab::sim {
@@ -37,7 +37,7 @@ class Server {
  public:
   // `router` is null for the prefill, decode and unified roles.
   static absl::StatusOr<std::unique_ptr<Server>> Create(const ServerOptions& options,
-                                                        Engine& engine, Router* router);
+                                                        InstanceModel& instance, Router* router);
   ~Server();
 
   int port() const { return port_; }
@@ -50,7 +50,7 @@ class Server {
   void RefuseConnections(std::chrono::nanoseconds duration);
 
  private:
-  Server(const ServerOptions& options, Engine& engine, Router* router);
+  Server(const ServerOptions& options, InstanceModel& instance, Router* router);
   absl::Status Listen();
   asio::awaitable<void> AcceptLoop();
   asio::awaitable<void> Session(tcp::socket socket);
@@ -59,10 +59,18 @@ class Server {
   // The vLLM proxies' (toy / vllm-ascend) route table for the router role.
   asio::awaitable<bool> DispatchVllmProxy(ClientConn& conn, IncomingRequest& request);
   asio::awaitable<bool> NotFound(ClientConn& conn, const IncomingRequest& request);
+  // Dispatch's answers, once the route and method are known to be served.
+  asio::awaitable<bool> MethodNotAllowed(ClientConn& conn, bool keep_alive);
+  asio::awaitable<bool> ServeHealth(ClientConn& conn, bool keep_alive);
+  asio::awaitable<bool> ServeModels(ClientConn& conn, bool keep_alive);
+  asio::awaitable<bool> ServeResetPrefixCache(ClientConn& conn, bool keep_alive);
+  asio::awaitable<bool> ServeFlushCache(ClientConn& conn, bool keep_alive);
+  // Checks the method itself: GET and POST answer differently.
+  asio::awaitable<bool> ServeFaults(ClientConn& conn, const IncomingRequest& request);
 
   // Constant after construction.
   const ServerOptions options_;
-  Engine& engine_;
+  InstanceModel& instance_;
   Router* const router_;
   std::vector<std::unique_ptr<asio::io_context>> contexts_;
 

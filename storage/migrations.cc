@@ -123,7 +123,17 @@ CREATE TABLE instances (
 );
 )sql";
 
-constexpr std::array<std::string_view, 1> kMigrations = {kV1};
+// One name per concept (docs/design.md §14): "the experiment a delta
+// applies to" is its base everywhere, and a request's position in its load
+// is its request_index, as in RequestRecord.
+constexpr std::string_view kV2 = R"sql(
+ALTER TABLE experiments RENAME COLUMN parent_id TO base_id;
+DROP INDEX experiments_by_parent;
+CREATE INDEX experiments_by_base ON experiments (base_id);
+ALTER TABLE requests RENAME COLUMN idx TO request_index;
+)sql";
+
+constexpr std::array<std::string_view, 2> kMigrations = {kV1, kV2};
 
 }  // namespace
 

@@ -43,7 +43,7 @@ constexpr ColumnCodec kCodecs[] = {
      }},
     IntColumn<&R::phase, &R::set_phase>("phase"),
     IntColumn<&R::attempt, &R::set_attempt>("attempt"),
-    IntColumn<&R::index, &R::set_index>("idx"),
+    IntColumn<&R::request_index, &R::set_request_index>("request_index"),
     IntColumn<&R::planned_send_ns, &R::set_planned_send_ns>("planned_send_ns"),
     IntColumn<&R::sent_ns, &R::set_sent_ns>("sent_ns"),
     IntColumn<&R::first_token_ns, &R::set_first_token_ns>("first_token_ns"),
@@ -83,7 +83,7 @@ constexpr ColumnCodec kCodecs[] = {
     IntColumn<&R::queued_ns, &R::set_queued_ns>("queued_ns"),
 };
 
-constexpr std::string_view kPrimaryKey = "experiment_id, phase, attempt, idx";
+constexpr std::string_view kPrimaryKey = "experiment_id, phase, attempt, request_index";
 
 }  // namespace
 

@@ -9,17 +9,16 @@
 //   SERVELAB_RETURN_IF_ERROR(insert.Run());
 //
 //   SERVELAB_ASSIGN_OR_RETURN(Statement list, db.Prepare(absl::StrCat(
-//       "SELECT ", RequestColumnList(), " FROM requests ORDER BY phase, attempt, idx")));
+//       "SELECT ", RequestColumnList(), " FROM requests ORDER BY phase, attempt, request_index")));
 //   while (true) {
 //     SERVELAB_ASSIGN_OR_RETURN(bool row, list.Step());
 //     if (!row) break;
 //     SERVELAB_RETURN_IF_ERROR(ReadRequestRow(list, records.emplace_back()));
 //   }
 //
-// Encodings: each column is named after its RequestRecord field (`index` is
-// `idx`, INDEX being an SQL keyword); enums are proto numbers; chunk_ns is a
-// BLOB of little-endian int64, 8 bytes per chunk; load_start is unix
-// nanoseconds, NULL when unset; cached_tokens keeps -1 ("not reported").
+// Encodings: each column is named after its RequestRecord field; enums are proto numbers; chunk_ns
+// is a BLOB of little-endian int64, 8 bytes per chunk; load_start is unix nanoseconds, NULL when
+// unset; cached_tokens keeps -1 ("not reported").
 //
 // The daemon's schema is owned by storage/migrations.cc, whose released steps
 // are never edited: its `requests` table must have exactly RequestColumns()
@@ -49,7 +48,7 @@ struct RequestColumn {
 };
 
 // The columns of `requests`, in table order, as PRAGMA table_info reports
-// them; the primary key is (experiment_id, phase, attempt, idx).
+// them; the primary key is (experiment_id, phase, attempt, request_index).
 absl::Span<const RequestColumn> RequestColumns();
 
 // "experiment_id, phase, ..., queued_ns": RequestColumns() for a SELECT.

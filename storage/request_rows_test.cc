@@ -31,7 +31,7 @@ v1::RequestRecord FullRecord() {
   r.set_experiment_id("exp-7");
   r.set_phase(v1::PHASE_FORMAL);
   r.set_attempt(2);
-  r.set_index(41);
+  r.set_request_index(41);
   r.set_planned_send_ns(1'000);
   r.set_sent_ns(1'007);
   r.set_first_token_ns(1'500);
@@ -78,7 +78,7 @@ std::vector<TableColumn> RequestsTableOf(SqliteDb& db) {
 
 std::vector<TableColumn> Expected() {
   std::vector<TableColumn> columns;
-  const std::vector<std::string> key = {"experiment_id", "phase", "attempt", "idx"};
+  const std::vector<std::string> key = {"experiment_id", "phase", "attempt", "request_index"};
   for (const RequestColumn& c : RequestColumns()) {
     int pk = 0;
     for (size_t i = 0; i < key.size(); ++i) {
@@ -177,8 +177,7 @@ TEST(RequestColumnsTest, EveryRequestRecordFieldHasAColumnOfItsName) {
   std::vector<std::string> fields;
   const auto* descriptor = v1::RequestRecord::descriptor();
   for (int i = 0; i < descriptor->field_count(); ++i) {
-    fields.push_back(descriptor->field(i)->name() == "index" ? "idx"
-                                                             : descriptor->field(i)->name());
+    fields.push_back(descriptor->field(i)->name());
   }
   std::vector<std::string> columns;
   for (const RequestColumn& c : RequestColumns()) columns.emplace_back(c.name);

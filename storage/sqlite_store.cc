@@ -41,6 +41,105 @@ absl::Status ParseBlob(std::string_view blob, Message& message, std::string_view
   return absl::OkStatus();
 }
 
+// Stores the experiment's spec under its hash. Specs are immutable, so an
+// existing row is never touched (and the JSON is only rendered for a spec
+// the store has not seen).
+absl::Status PutSpec(SqliteDb& db, const v1::Experiment& experiment) {
+  SERVELAB_ASSIGN_OR_RETURN(Statement exists, db.Prepare("SELECT 1 FROM specs WHERE sha256 = ?1"));
+  exists.BindText(1, experiment.spec_sha256());
+  SERVELAB_ASSIGN_OR_RETURN(bool known, exists.Step());
+  if (known) return absl::OkStatus();
+  std::string json;
+  google::protobuf::util::JsonPrintOptions json_options;
+  json_options.preserve_proto_field_names = true;
+  if (!google::protobuf::util::MessageToJsonString(experiment.spec(), &json, json_options).ok()) {
+    return absl::InternalError(
+        absl::StrCat("cannot render the spec of ", ToAbsl(experiment.id()), " as JSON"));
+  }
+  SERVELAB_ASSIGN_OR_RETURN(Statement put,
+                            db.Prepare("INSERT OR IGNORE INTO specs (sha256, canonical_json, spec) "
+                                       "VALUES (?1, ?2, ?3)"));
+  put.BindText(1, experiment.spec_sha256());
+  put.BindText(2, json);
+  put.BindBlob(3, experiment.spec().SerializeAsString());
+  return put.Run();
+}
+
+// The experiments row: the experiment without the parts that have tables
+// of their own (spec, stages, result).
+absl::Status WriteExperimentRow(SqliteDb& db, const v1::Experiment& experiment, int64_t seq,
+                                bool insert) {
+  v1::Experiment row = experiment;
+  row.clear_spec();
+  row.clear_stages();
+  row.clear_result();
+  SERVELAB_ASSIGN_OR_RETURN(
+      Statement write,
+      db.Prepare(insert ? "INSERT INTO experiments (id, seq, base_id, scenario, state, "
+                          "spec_sha256, submitted_at, updated_at, failure_class, experiment) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+                        // ?2 (seq) is bound but unused: an experiment keeps its place.
+                        : "UPDATE experiments SET base_id = ?3, scenario = ?4, state = ?5, "
+                          "spec_sha256 = ?6, submitted_at = ?7, updated_at = ?8, "
+                          "failure_class = ?9, experiment = ?10 WHERE id = ?1"));
+  write.BindText(1, experiment.id());
+  write.BindInt(2, seq);
+  BindOptionalText(write, 3, experiment.base_id());
+  write.BindText(4, experiment.spec().scenario());
+  write.BindInt(5, experiment.state());
+  write.BindText(6, experiment.spec_sha256());
+  BindTime(write, 7, experiment.has_submitted_at(), experiment.submitted_at());
+  BindTime(write, 8, experiment.has_updated_at(), experiment.updated_at());
+  write.BindInt(9, experiment.failure_class());
+  write.BindBlob(10, row.SerializeAsString());
+  return write.Run();
+}
+
+// Deletes the stages and result rows of `id`, which an update rewrites whole.
+absl::Status ClearStagesAndResult(SqliteDb& db, std::string_view id) {
+  SERVELAB_ASSIGN_OR_RETURN(Statement clear_stages,
+                            db.Prepare("DELETE FROM stages WHERE experiment_id = ?1"));
+  clear_stages.BindText(1, id);
+  SERVELAB_RETURN_IF_ERROR(clear_stages.Run());
+  SERVELAB_ASSIGN_OR_RETURN(Statement clear_result,
+                            db.Prepare("DELETE FROM results WHERE experiment_id = ?1"));
+  clear_result.BindText(1, id);
+  return clear_result.Run();
+}
+
+absl::Status InsertStages(SqliteDb& db, const v1::Experiment& experiment) {
+  SERVELAB_ASSIGN_OR_RETURN(
+      Statement stage_row,
+      db.Prepare("INSERT INTO stages (experiment_id, position, name, attempt, action, status, "
+                 "started_at, ended_at, stage) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
+  for (int i = 0; i < experiment.stages_size(); ++i) {
+    const v1::Stage& stage = experiment.stages(i);
+    stage_row.Reset();
+    stage_row.BindText(1, experiment.id());
+    stage_row.BindInt(2, i);
+    stage_row.BindInt(3, stage.name());
+    stage_row.BindInt(4, stage.attempt());
+    stage_row.BindInt(5, stage.action());
+    stage_row.BindInt(6, stage.status());
+    BindTime(stage_row, 7, stage.has_started_at(), stage.started_at());
+    BindTime(stage_row, 8, stage.has_ended_at(), stage.ended_at());
+    stage_row.BindBlob(9, stage.SerializeAsString());
+    SERVELAB_RETURN_IF_ERROR(stage_row.Run());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InsertResult(SqliteDb& db, const v1::Experiment& experiment) {
+  if (!experiment.has_result()) return absl::OkStatus();
+  SERVELAB_ASSIGN_OR_RETURN(Statement result,
+                            db.Prepare("INSERT INTO results (experiment_id, result, computed_at) "
+                                       "VALUES (?1, ?2, ?3)"));
+  result.BindText(1, experiment.id());
+  result.BindBlob(2, experiment.result().SerializeAsString());
+  BindTime(result, 3, experiment.result().has_computed_at(), experiment.result().computed_at());
+  return result.Run();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
@@ -78,98 +177,11 @@ absl::StatusOr<bool> SqliteStore::ExperimentExistsLocked(std::string_view id) {
 
 absl::Status SqliteStore::WriteExperimentLocked(const v1::Experiment& experiment, int64_t seq,
                                                 bool insert) {
-  const std::string& id = experiment.id();
-  {
-    // Specs are immutable, so an existing row is never touched (and the JSON
-    // is only rendered for a spec the store has not seen).
-    SERVELAB_ASSIGN_OR_RETURN(Statement exists,
-                              db_->Prepare("SELECT 1 FROM specs WHERE sha256 = ?1"));
-    exists.BindText(1, experiment.spec_sha256());
-    SERVELAB_ASSIGN_OR_RETURN(bool known, exists.Step());
-    if (!known) {
-      std::string json;
-      google::protobuf::util::JsonPrintOptions json_options;
-      json_options.preserve_proto_field_names = true;
-      if (!google::protobuf::util::MessageToJsonString(experiment.spec(), &json, json_options)
-               .ok()) {
-        return absl::InternalError(
-            absl::StrCat("cannot render the spec of ", ToAbsl(id), " as JSON"));
-      }
-      SERVELAB_ASSIGN_OR_RETURN(
-          Statement put, db_->Prepare("INSERT OR IGNORE INTO specs (sha256, canonical_json, spec) "
-                                      "VALUES (?1, ?2, ?3)"));
-      put.BindText(1, experiment.spec_sha256());
-      put.BindText(2, json);
-      put.BindBlob(3, experiment.spec().SerializeAsString());
-      SERVELAB_RETURN_IF_ERROR(put.Run());
-    }
-  }
-
-  v1::Experiment row = experiment;
-  row.clear_spec();
-  row.clear_stages();
-  row.clear_result();
-  SERVELAB_ASSIGN_OR_RETURN(
-      Statement write,
-      db_->Prepare(insert ? "INSERT INTO experiments (id, seq, parent_id, scenario, state, "
-                            "spec_sha256, submitted_at, updated_at, failure_class, experiment) "
-                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
-                          // ?2 (seq) is bound but unused: an experiment keeps its place.
-                          : "UPDATE experiments SET parent_id = ?3, scenario = ?4, state = ?5, "
-                            "spec_sha256 = ?6, submitted_at = ?7, updated_at = ?8, "
-                            "failure_class = ?9, experiment = ?10 WHERE id = ?1"));
-  write.BindText(1, id);
-  write.BindInt(2, seq);
-  BindOptionalText(write, 3, experiment.parent_id());
-  write.BindText(4, experiment.spec().scenario());
-  write.BindInt(5, experiment.state());
-  write.BindText(6, experiment.spec_sha256());
-  BindTime(write, 7, experiment.has_submitted_at(), experiment.submitted_at());
-  BindTime(write, 8, experiment.has_updated_at(), experiment.updated_at());
-  write.BindInt(9, experiment.failure_class());
-  write.BindBlob(10, row.SerializeAsString());
-  SERVELAB_RETURN_IF_ERROR(write.Run());
-
-  if (!insert) {
-    SERVELAB_ASSIGN_OR_RETURN(Statement clear_stages,
-                              db_->Prepare("DELETE FROM stages WHERE experiment_id = ?1"));
-    clear_stages.BindText(1, id);
-    SERVELAB_RETURN_IF_ERROR(clear_stages.Run());
-    SERVELAB_ASSIGN_OR_RETURN(Statement clear_result,
-                              db_->Prepare("DELETE FROM results WHERE experiment_id = ?1"));
-    clear_result.BindText(1, id);
-    SERVELAB_RETURN_IF_ERROR(clear_result.Run());
-  }
-
-  SERVELAB_ASSIGN_OR_RETURN(
-      Statement stage_row,
-      db_->Prepare("INSERT INTO stages (experiment_id, position, name, attempt, action, status, "
-                   "started_at, ended_at, stage) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
-  for (int i = 0; i < experiment.stages_size(); ++i) {
-    const v1::Stage& stage = experiment.stages(i);
-    stage_row.Reset();
-    stage_row.BindText(1, id);
-    stage_row.BindInt(2, i);
-    stage_row.BindInt(3, stage.name());
-    stage_row.BindInt(4, stage.attempt());
-    stage_row.BindInt(5, stage.action());
-    stage_row.BindInt(6, stage.status());
-    BindTime(stage_row, 7, stage.has_started_at(), stage.started_at());
-    BindTime(stage_row, 8, stage.has_ended_at(), stage.ended_at());
-    stage_row.BindBlob(9, stage.SerializeAsString());
-    SERVELAB_RETURN_IF_ERROR(stage_row.Run());
-  }
-
-  if (experiment.has_result()) {
-    SERVELAB_ASSIGN_OR_RETURN(
-        Statement result, db_->Prepare("INSERT INTO results (experiment_id, result, computed_at) "
-                                       "VALUES (?1, ?2, ?3)"));
-    result.BindText(1, id);
-    result.BindBlob(2, experiment.result().SerializeAsString());
-    BindTime(result, 3, experiment.result().has_computed_at(), experiment.result().computed_at());
-    SERVELAB_RETURN_IF_ERROR(result.Run());
-  }
-  return absl::OkStatus();
+  SERVELAB_RETURN_IF_ERROR(PutSpec(*db_, experiment));
+  SERVELAB_RETURN_IF_ERROR(WriteExperimentRow(*db_, experiment, seq, insert));
+  if (!insert) SERVELAB_RETURN_IF_ERROR(ClearStagesAndResult(*db_, experiment.id()));
+  SERVELAB_RETURN_IF_ERROR(InsertStages(*db_, experiment));
+  return InsertResult(*db_, experiment);
 }
 
 absl::Status SqliteStore::AppendEventLocked(std::string_view experiment_id,
@@ -191,11 +203,11 @@ absl::StatusOr<std::string> SqliteStore::CreateExperiment(const v1::Experiment& 
   }
   absl::MutexLock lock(&mu_);
   SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kImmediate));
-  if (!experiment.parent_id().empty()) {
-    SERVELAB_ASSIGN_OR_RETURN(bool parent, ExperimentExistsLocked(experiment.parent_id()));
-    if (!parent) {
+  if (!experiment.base_id().empty()) {
+    SERVELAB_ASSIGN_OR_RETURN(bool base_exists, ExperimentExistsLocked(experiment.base_id()));
+    if (!base_exists) {
       return absl::NotFoundError(
-          absl::StrCat("parent experiment ", experiment.parent_id(), " not found"));
+          absl::StrCat("base experiment ", experiment.base_id(), " not found"));
     }
   }
   int64_t seq = 0;
@@ -366,7 +378,7 @@ absl::Status SqliteStore::AppendRequests(const std::vector<v1::RequestRecord>& r
     if (absl::IsAlreadyExists(status)) {
       return absl::AlreadyExistsError(
           absl::StrCat("request record (", r.experiment_id(), ", ", v1::Phase_Name(r.phase()),
-                       ", attempt ", r.attempt(), ", index ", r.index(),
+                       ", attempt ", r.attempt(), ", index ", r.request_index(),
                        ") is already stored; nothing of the batch was written"));
     }
     SERVELAB_RETURN_IF_ERROR(status);
@@ -384,7 +396,7 @@ absl::StatusOr<std::vector<v1::RequestRecord>> SqliteStore::ListRequests(
   static const auto* const kList = new std::string(
       absl::StrCat("SELECT ", RequestColumnList(),
                    " FROM requests WHERE experiment_id = ?1 AND (?2 = 0 OR phase = ?2) "
-                   "AND (?3 = 0 OR attempt = ?3) ORDER BY attempt, idx, phase"));
+                   "AND (?3 = 0 OR attempt = ?3) ORDER BY attempt, request_index, phase"));
   SERVELAB_ASSIGN_OR_RETURN(Statement list, db_->Prepare(*kList));
   list.BindText(1, experiment_id);
   list.BindInt(2, phase);

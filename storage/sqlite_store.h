@@ -10,8 +10,8 @@
 // - The store does not hash: a spec is stored under the caller's
 //   experiment.spec_sha256 (required, INVALID_ARGUMENT when empty), first
 //   write wins. A new spec_sha256 on update adds a row; the old one stays.
-// - CreateExperiment: NOT_FOUND when parent_id names no stored experiment.
-// - UpdateExperiment writes the caller's message as a whole (id, parent_id and
+// - CreateExperiment: NOT_FOUND when base_id names no stored experiment.
+// - UpdateExperiment writes the caller's message as a whole (id, base_id and
 //   submitted_at are expected unchanged) and the event, atomically.
 // - AppendRequests: NOT_FOUND for a record of an unknown experiment,
 //   ALREADY_EXISTS when (experiment, phase, attempt, index) is already stored;

@@ -85,7 +85,7 @@ v1::RequestRecord MakeRecord(const std::string& experiment_id, v1::Phase phase, 
   r.set_experiment_id(experiment_id);
   r.set_phase(phase);
   r.set_attempt(attempt);
-  r.set_index(index);
+  r.set_request_index(index);
   r.set_planned_send_ns(1000 * index);
   r.set_sent_ns(1000 * index + 7);
   r.set_first_token_ns(1000 * index + 500);
@@ -196,7 +196,7 @@ TEST_F(SqliteStoreTest, CreateRequiresSpecHashAndKnownParent) {
   EXPECT_THAT(store_->CreateExperiment(MakeExperiment("s", ""), MakeEvent("submitted", "", 1)),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("spec_sha256")));
   v1::Experiment orphan = MakeExperiment("s", "sha");
-  orphan.set_parent_id("exp-7");
+  orphan.set_base_id("exp-7");
   EXPECT_THAT(store_->CreateExperiment(orphan, MakeEvent("submitted", "", 1)),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("exp-7")));
   // Nothing was stored, and no id was consumed.
@@ -208,9 +208,9 @@ TEST_F(SqliteStoreTest, ListFiltersByScenarioAndStateOldestFirst) {
   std::string a = Create(MakeExperiment("16k", "sha-1"));
   std::string b = Create(MakeExperiment("128k-cache90", "sha-2"));
   v1::Experiment child = MakeExperiment("16k", "sha-3", 96);
-  child.set_parent_id(a);
+  child.set_base_id(a);
   std::string c = Create(child);
-  EXPECT_EQ(store_->GetExperiment(c)->parent_id(), a);
+  EXPECT_EQ(store_->GetExperiment(c)->base_id(), a);
 
   auto running = *store_->GetExperiment(c);
   running.set_state(v1::EXPERIMENT_STATE_RUNNING);
@@ -267,7 +267,7 @@ TEST_F(SqliteStoreTest, UpdateAppendsEventsInOrder) {
 
 TEST_F(SqliteStoreTest, UpdateRewritesStagesAndResult) {
   v1::Experiment e = MakeExperiment("s", "sha");
-  e.mutable_result()->set_cards(16);
+  e.mutable_result()->set_device_count(16);
   std::string id = Create(e);
   e = *store_->GetExperiment(id);
   e.clear_result();
@@ -345,7 +345,7 @@ TEST_F(SqliteStoreTest, FailedCreateWritesNothing) {
 
 TEST_F(SqliteStoreTest, ReopenKeepsEverything) {
   v1::Experiment e = MakeExperiment("s", "sha");
-  e.mutable_result()->set_cards(16);
+  e.mutable_result()->set_device_count(16);
   std::string id = Create(e);
   e.set_id(id);
   ASSERT_THAT(store_->AppendRequests({MakeRecord(id, v1::PHASE_FORMAL, 1, 0)}), IsOk());
@@ -382,7 +382,7 @@ TEST_F(SqliteStoreTest, RequestsRoundTrip) {
   ASSERT_THAT(all, IsOk());
   ASSERT_THAT(*all, SizeIs(6));
   std::vector<std::pair<int, int>> order;
-  for (const auto& r : *all) order.emplace_back(r.attempt(), r.index());
+  for (const auto& r : *all) order.emplace_back(r.attempt(), r.request_index());
   EXPECT_THAT(order, ElementsAre(std::pair(1, 0), std::pair(1, 1), std::pair(1, 2), std::pair(2, 0),
                                  std::pair(2, 1), std::pair(2, 2)));
   EXPECT_THAT((*all)[4], EqualsProto(batch[0]));  // attempt 2, index 1

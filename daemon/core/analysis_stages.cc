@@ -52,10 +52,11 @@ absl::StatusOr<std::optional<v1::Decision>> DecideAgainstBaseline(StageEnv& env,
           rule.window() == v1::WINDOW_STEADY ? peer.result().steady() : peer.result().whole();
       absl::StatusOr<double> value = analysis::MetricValue(w, rule.metric());
       if (!value.ok()) continue;
-      absl::StatusOr<v1::Decision> probe = analysis::Decide(result, peer.result(), peer.id(), rule);
+      absl::StatusOr<v1::Decision> against =
+          analysis::Decide(result, peer.result(), peer.id(), rule);
       // "Best" = the peer this result would have to beat: largest value in
       // the metric's better direction, which Decide's sign encodes.
-      double score = probe.ok() ? -probe->delta_fraction() : *value;
+      double score = against.ok() ? -against->delta_fraction() : *value;
       if (!baseline.has_value() || score > best) {
         baseline = peer;
         best = score;

@@ -6,8 +6,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/labels.h"
 #include "common/status_macros.h"
-#include "daemon/core/hot_state.h"
+#include "daemon/core/hot_deployment.h"
 #include "daemon/core/planner.h"
 #include "daemon/core/spec/freeze.h"
 #include "daemon/core/spec/scope.h"
@@ -21,24 +22,79 @@ namespace {
 constexpr auto ToProto = ToTimestamp;
 constexpr auto FromProto = FromTimestamp;
 
-// Applies --unset then --set, each error prefixed with the flag at fault.
+// Applies `unset` then `set`, each error prefixed with the request field
+// and entry at fault.
 absl::Status ApplyDelta(v1::ExperimentSpec& spec,
                         const google::protobuf::RepeatedPtrField<std::string>& unset,
                         const google::protobuf::RepeatedPtrField<std::string>& set) {
   for (const std::string& path : unset) {
     absl::Status status = spec::ApplyUnset(spec, path);
     if (!status.ok()) {
-      return absl::Status(status.code(), absl::StrCat("--unset ", path, ": ", status.message()));
+      return absl::Status(status.code(), absl::StrCat("unset \"", path, "\": ", status.message()));
     }
   }
   for (const std::string& assignment : set) {
     absl::Status status = spec::ApplySet(spec, assignment);
     if (!status.ok()) {
       return absl::Status(status.code(),
-                          absl::StrCat("--set ", assignment, ": ", status.message()));
+                          absl::StrCat("set \"", assignment, "\": ", status.message()));
     }
   }
   return absl::OkStatus();
+}
+
+// One PENDING row per planned stage; freeze, done by the submit itself,
+// SUCCEEDED from receipt to freezing.
+void AddStageRows(v1::Experiment& experiment, absl::Time received, absl::Time frozen_at) {
+  for (const v1::PlannedStage& planned : experiment.plan().stages()) {
+    v1::Stage& stage = *experiment.add_stages();
+    stage.set_name(planned.stage());
+    stage.set_action(planned.action());
+    stage.set_reason(planned.reason());
+    stage.set_attempt(planned.stage() == v1::STAGE_FREEZE ? 1 : 0);
+    stage.set_status(v1::STAGE_STATUS_PENDING);
+    if (planned.stage() == v1::STAGE_FREEZE) {
+      stage.set_status(v1::STAGE_STATUS_SUCCEEDED);
+      *stage.mutable_started_at() = ToProto(received);
+      *stage.mutable_ended_at() = ToProto(frozen_at);
+    }
+  }
+}
+
+// The scenario's best succeeded experiment so far, by its decision window's
+// output tokens/s per device.
+void KeepIfBest(const v1::Experiment& e, std::map<std::string, v1::ScenarioBest>& best) {
+  const v1::WindowResult& window = e.spec().analysis().decision().window() == v1::WINDOW_STEADY
+                                       ? e.result().steady()
+                                       : e.result().whole();
+  const double value = window.output_tokens_per_second_per_device();
+  auto it = best.find(e.spec().scenario());
+  if (it != best.end() && value <= it->second.value()) return;
+  v1::ScenarioBest& b = best[e.spec().scenario()];
+  b.set_scenario(e.spec().scenario());
+  b.set_experiment_id(e.id());
+  b.set_metric(absl::StrCat(e.spec().analysis().decision().metric(), " (", window.name(), ")"));
+  b.set_value(value);
+}
+
+// The prefix cache holds what the last experiment on the lane left in it;
+// "" when no formal load has succeeded yet.
+std::string CacheState(const std::vector<v1::Experiment>& all) {
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    for (const v1::Stage& stage : it->stages()) {
+      if (stage.name() != v1::STAGE_FORMAL_LOAD || stage.status() != v1::STAGE_STATUS_SUCCEEDED) {
+        continue;
+      }
+      const v1::DatasetSpec& d = it->spec().workload().dataset();
+      return absl::StrCat("holds the prompts of ", it->id(), "'s formal load (", d.input_tokens(),
+                          "-token prompts",
+                          d.prefix_cache_ratio() > 0
+                              ? absl::StrCat(", ", d.prefix_groups(), " prefix groups seeded")
+                              : "",
+                          "); the next experiment resets it");
+    }
+  }
+  return "";
 }
 
 bool OnlyAnalysisOrNothing(const std::vector<v1::FieldChange>& changes) {
@@ -60,20 +116,10 @@ std::string ChangeList(const std::vector<v1::FieldChange>& changes) {
 // Without an executor nothing will run the experiment: say so instead of
 // pretending it is about to run.
 constexpr char kNoRunnerBlocker[] = "queued: this daemon has no stage runner";
-constexpr char kPausedBlocker[] = "queued: the daemon is paused (started with --paused)";
+constexpr char kPausedBlocker[] = "queued: the daemon was started paused and runs nothing";
 constexpr char kQueuedBlocker[] = "queued: waiting for its turn on the accelerator lane";
 
 }  // namespace
-
-bool IsFinal(v1::ExperimentState state) {
-  return state == v1::EXPERIMENT_STATE_SUCCEEDED || state == v1::EXPERIMENT_STATE_FAILED ||
-         state == v1::EXPERIMENT_STATE_CANCELLED;
-}
-
-std::string StateLabel(v1::ExperimentState state) {
-  std::string name = v1::ExperimentState_Name(state);
-  return absl::AsciiStrToLower(name.substr(std::string("EXPERIMENT_STATE_").size()));
-}
 
 absl::Status ControlPlane::CheckAcceptingWork() {
   if (executor_ == nullptr) return absl::OkStatus();
@@ -97,7 +143,52 @@ absl::StatusOr<v1::Experiment> ControlPlane::Submit(const v1::SubmitExperimentRe
   const absl::Time received = clock_.Now();
   if (!request.validate_only()) SERVELAB_RETURN_IF_ERROR(CheckAcceptingWork());
   v1::ExperimentSpec spec;
-  std::optional<v1::Experiment> parent;
+  std::optional<v1::Experiment> base_experiment;
+  SERVELAB_RETURN_IF_ERROR(ReadSource(request, spec, base_experiment));
+  SERVELAB_RETURN_IF_ERROR(ApplyDelta(spec, request.unset(), request.set()));
+  SERVELAB_ASSIGN_OR_RETURN(spec::FrozenSpec frozen, spec::Freeze(spec, request.base_dir()));
+
+  v1::Experiment experiment;
+  std::vector<v1::FieldChange> changes;
+  if (base_experiment.has_value()) {
+    experiment.set_base_id(base_experiment->id());
+    changes = spec::DiffSpecs(base_experiment->spec(), frozen.spec);
+    for (const v1::FieldChange& change : changes) *experiment.add_changes() = change;
+  }
+  std::optional<ReanalysisSource> reanalysis;
+  if (base_experiment.has_value() && base_experiment->state() == v1::EXPERIMENT_STATE_SUCCEEDED &&
+      !changes.empty() && OnlyAnalysisOrNothing(changes)) {
+    reanalysis = ReanalysisSource{base_experiment->id()};
+  }
+  SERVELAB_ASSIGN_OR_RETURN(std::optional<HotDeployment> hot, ReadHotDeployment(store_));
+  PlanInput plan_input{.spec = frozen.spec, .hot = hot, .reanalysis = reanalysis};
+  SERVELAB_ASSIGN_OR_RETURN(plan_input.history, MeanStageDurations());
+  *experiment.mutable_plan() = MakePlan(plan_input);
+
+  *experiment.mutable_spec() = frozen.spec;
+  experiment.set_spec_sha256(frozen.sha256);
+  experiment.set_state(v1::EXPERIMENT_STATE_QUEUED);
+  experiment.set_blocker(QueuedBlocker());
+  experiment.mutable_progress()->set_formal_requests_planned(
+      reanalysis.has_value() ? 0 : frozen.spec.workload().num_requests());
+  const absl::Time frozen_at = clock_.Now();
+  *experiment.mutable_submitted_at() = ToProto(received);
+  *experiment.mutable_updated_at() = ToProto(frozen_at);
+  AddStageRows(experiment, received, frozen_at);
+  if (request.validate_only()) {
+    if (executor_ != nullptr && !reanalysis.has_value()) {
+      for (v1::RenderedCommand& c : executor_->RenderCommands(experiment.spec())) {
+        *experiment.mutable_plan()->add_commands() = std::move(c);
+      }
+    }
+    return experiment;
+  }
+  return Create(std::move(experiment));
+}
+
+absl::Status ControlPlane::ReadSource(const v1::SubmitExperimentRequest& request,
+                                      v1::ExperimentSpec& spec,
+                                      std::optional<v1::Experiment>& base_experiment) {
   switch (request.source_case()) {
     case v1::SubmitExperimentRequest::kSpecText: {
       SERVELAB_ASSIGN_OR_RETURN(spec,
@@ -114,28 +205,19 @@ absl::StatusOr<v1::Experiment> ControlPlane::Submit(const v1::SubmitExperimentRe
             absl::StrCat("base_id: experiment \"", request.base_id(), "\" not found"));
       }
       SERVELAB_RETURN_IF_ERROR(base.status());
-      parent = *std::move(base);
-      spec = parent->spec();
+      base_experiment = *std::move(base);
+      spec = base_experiment->spec();
       spec::ClearFileHashes(spec);
       break;
     }
     case v1::SubmitExperimentRequest::SOURCE_NOT_SET:
       return absl::InvalidArgumentError("source: one of spec_text, spec or base_id is required");
   }
-  SERVELAB_RETURN_IF_ERROR(ApplyDelta(spec, request.unset(), request.set()));
-  SERVELAB_ASSIGN_OR_RETURN(spec::FrozenSpec frozen, spec::Freeze(spec, request.base_dir()));
+  return absl::OkStatus();
+}
 
-  v1::Experiment experiment;
-  std::vector<v1::FieldChange> changes;
-  if (parent.has_value()) {
-    experiment.set_parent_id(parent->id());
-    changes = spec::DiffSpecs(parent->spec(), frozen.spec);
-    for (const v1::FieldChange& change : changes) *experiment.add_changes() = change;
-  }
-
+absl::StatusOr<std::map<v1::StageName, absl::Duration>> ControlPlane::MeanStageDurations() {
   SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> all, store_.ListExperiments({}));
-  SERVELAB_ASSIGN_OR_RETURN(std::optional<HotState> hot, ReadHotState(store_));
-  // Mean duration of each stage over the runs recorded so far.
   std::map<v1::StageName, std::pair<absl::Duration, int>> totals;
   for (const v1::Experiment& past : all) {
     for (const v1::Stage& stage : past.stages()) {
@@ -148,53 +230,16 @@ absl::StatusOr<v1::Experiment> ControlPlane::Submit(const v1::SubmitExperimentRe
       ++count;
     }
   }
-  std::optional<ReanalysisSource> reanalysis;
-  if (parent.has_value() && parent->state() == v1::EXPERIMENT_STATE_SUCCEEDED && !changes.empty() &&
-      OnlyAnalysisOrNothing(changes)) {
-    reanalysis = ReanalysisSource{parent->id()};
-  }
-  PlanInput plan_input{.spec = frozen.spec, .hot = hot, .reanalysis = reanalysis};
-  for (const auto& [stage, total] : totals) plan_input.history[stage] = total.first / total.second;
-  *experiment.mutable_plan() = MakePlan(plan_input);
-
-  *experiment.mutable_spec() = frozen.spec;
-  experiment.set_spec_sha256(frozen.sha256);
-  experiment.set_state(v1::EXPERIMENT_STATE_QUEUED);
-  experiment.set_blocker(QueuedBlocker());
-  experiment.mutable_progress()->set_formal_requests_planned(
-      reanalysis.has_value() ? 0 : frozen.spec.workload().num_requests());
-  const absl::Time frozen_at = clock_.Now();
-  *experiment.mutable_submitted_at() = ToProto(received);
-  *experiment.mutable_updated_at() = ToProto(frozen_at);
-  for (const v1::PlannedStage& planned : experiment.plan().stages()) {
-    v1::Stage& stage = *experiment.add_stages();
-    stage.set_name(planned.stage());
-    stage.set_action(planned.action());
-    stage.set_reason(planned.reason());
-    stage.set_attempt(planned.stage() == v1::STAGE_FREEZE ? 1 : 0);
-    stage.set_status(v1::STAGE_STATUS_PENDING);
-    if (planned.stage() == v1::STAGE_FREEZE) {
-      stage.set_status(v1::STAGE_STATUS_SUCCEEDED);
-      *stage.mutable_started_at() = ToProto(received);
-      *stage.mutable_ended_at() = ToProto(frozen_at);
-    }
-  }
-  if (request.validate_only()) {
-    if (executor_ != nullptr && !reanalysis.has_value()) {
-      for (v1::RenderedCommand& c : executor_->RenderCommands(experiment.spec())) {
-        *experiment.mutable_plan()->add_commands() = std::move(c);
-      }
-    }
-    return experiment;
-  }
-  return Create(std::move(experiment));
+  std::map<v1::StageName, absl::Duration> mean;
+  for (const auto& [stage, total] : totals) mean[stage] = total.first / total.second;
+  return mean;
 }
 
 absl::StatusOr<v1::Experiment> ControlPlane::Create(v1::Experiment experiment) {
   EventText event{.kind = "submitted",
                   .detail = absl::StrCat("frozen spec ", ShortHash(experiment.spec_sha256()))};
-  if (!experiment.parent_id().empty()) {
-    absl::StrAppend(&event.detail, " from base ", experiment.parent_id(), "; ",
+  if (!experiment.base_id().empty()) {
+    absl::StrAppend(&event.detail, " from base ", experiment.base_id(), "; ",
                     experiment.changes_size(), " changed field(s)");
   }
   SERVELAB_ASSIGN_OR_RETURN(v1::Experiment created, ledger_.Create(std::move(experiment), event));
@@ -232,7 +277,7 @@ absl::StatusOr<v1::Experiment> ControlPlane::Resume(const v1::ResumeExperimentRe
             return absl::InvalidArgumentError(absl::StrCat(
                 change.path(), ": a ", spec::ScopeName(change.scope()),
                 "-scope field cannot change on resume (only NOTHING and ANALYSIS fields can); "
-                "submit a new experiment with --base ",
+                "submit a new experiment based on ",
                 experiment.id(), " instead"));
           }
         }
@@ -319,21 +364,7 @@ absl::StatusOr<v1::Summary> ControlPlane::Summary() {
       f.set_count(f.count() + 1);
       f.set_latest_experiment_id(e.id());
     }
-    if (e.state() == v1::EXPERIMENT_STATE_SUCCEEDED && e.has_result()) {
-      const v1::WindowResult& window = e.spec().analysis().decision().window() == v1::WINDOW_STEADY
-                                           ? e.result().steady()
-                                           : e.result().whole();
-      double value = window.output_tokens_per_second_per_card();
-      auto it = best.find(e.spec().scenario());
-      if (it == best.end() || value > it->second.value()) {
-        v1::ScenarioBest& b = best[e.spec().scenario()];
-        b.set_scenario(e.spec().scenario());
-        b.set_experiment_id(e.id());
-        b.set_metric(
-            absl::StrCat(e.spec().analysis().decision().metric(), " (", window.name(), ")"));
-        b.set_value(value);
-      }
-    }
+    if (e.state() == v1::EXPERIMENT_STATE_SUCCEEDED && e.has_result()) KeepIfBest(e, best);
   }
   if (executor_ != nullptr) {
     // The runner knows who holds the lane; a RUNNING experiment may still be
@@ -345,52 +376,45 @@ absl::StatusOr<v1::Summary> ControlPlane::Summary() {
   for (auto& [scenario, b] : best) *summary.add_best() = b;
   for (auto& [failure_class, f] : failures) *summary.add_recent_failures() = f;
 
-  SERVELAB_ASSIGN_OR_RETURN(std::optional<HotState> hot_state, ReadHotState(store_));
-  if (hot_state.has_value()) {
+  SERVELAB_ASSIGN_OR_RETURN(std::optional<HotDeployment> running, ReadHotDeployment(store_));
+  if (running.has_value()) {
     v1::HotDeployment& hot = *summary.mutable_hot_deployment();
-    hot.set_experiment_id(hot_state->experiment_id);
-    *hot.mutable_fingerprints() = hot_state->fingerprints;
+    hot.set_experiment_id(running->experiment_id);
+    *hot.mutable_fingerprints() = running->fingerprints;
     SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, store_.ListInstances());
     for (const v1::ServingInstance& instance : instances) {
       if (instance.has_warm_since()) *hot.mutable_warm_since() = instance.warm_since();
     }
-    // The prefix cache holds what the last experiment on the lane left in it.
-    for (auto it = all.rbegin(); it != all.rend() && hot.cache_state().empty(); ++it) {
-      for (const v1::Stage& stage : it->stages()) {
-        if (stage.name() == v1::STAGE_FORMAL_LOAD && stage.status() == v1::STAGE_STATUS_SUCCEEDED) {
-          const v1::DatasetSpec& d = it->spec().workload().dataset();
-          hot.set_cache_state(
-              absl::StrCat("holds the prompts of ", it->id(), "'s formal load (", d.input_tokens(),
-                           "-token prompts",
-                           d.prefix_cache_ratio() > 0
-                               ? absl::StrCat(", ", d.prefix_groups(), " prefix groups seeded")
-                               : "",
-                           "); the next experiment resets it"));
-        }
-      }
-    }
+    hot.set_cache_state(CacheState(all));
   }
+  FillNextStep(summary, all.empty() ? nullptr : &all.back());
+  return summary;
+}
 
+void ControlPlane::FillNextStep(v1::Summary& summary, const v1::Experiment* latest) {
+  v1::NextStep& next = *summary.mutable_next_step();
   if (absl::Status latched = CheckAcceptingWork(); !latched.ok()) {
     summary.set_serving(false);
-    summary.set_next_step(std::string(latched.message()));
+    next.set_action(v1::NextStep::FIX_DAEMON);
+    next.set_reason(std::string(latched.message()));
   } else if (!summary.lane_owner().empty()) {
-    summary.set_next_step(absl::StrCat("wait for ", summary.lane_owner(), ": servelab wait ",
-                                       summary.lane_owner(), " --until done"));
+    next.set_action(v1::NextStep::WAIT_DONE);
+    next.set_experiment_id(summary.lane_owner());
+    next.set_reason("it holds the accelerator lane");
   } else if (summary.queue_size() > 0) {
-    summary.set_next_step(executor_ == nullptr || paused_
-                              ? absl::StrCat(summary.queue_size(), " queued; ", QueuedBlocker(),
-                                             " (inspect with: servelab status ", summary.queue(0),
-                                             ")")
-                              : absl::StrCat(summary.queue(0), " runs next: servelab wait ",
-                                             summary.queue(0), " --until sent"));
-  } else if (all.empty()) {
-    summary.set_next_step("submit a base experiment: servelab submit -f SPEC.yaml");
+    const bool stuck = executor_ == nullptr || paused_;
+    next.set_action(stuck ? v1::NextStep::INSPECT : v1::NextStep::WAIT_SENT);
+    next.set_experiment_id(summary.queue(0));
+    next.set_reason(stuck ? absl::StrCat(summary.queue_size(), " queued; ", QueuedBlocker())
+                          : "it runs next");
+  } else if (latest == nullptr) {
+    next.set_action(v1::NextStep::SUBMIT_BASE);
+    next.set_reason("nothing is stored yet");
   } else {
-    summary.set_next_step(absl::StrCat("submit a delta: servelab submit --base ", all.back().id(),
-                                       " --set PATH=VALUE"));
+    next.set_action(v1::NextStep::SUBMIT_DELTA);
+    next.set_experiment_id(latest->id());
+    next.set_reason("the lane is idle");
   }
-  return summary;
 }
 
 int ControlPlane::Subscribe(const std::string& id, Listener listener) {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -84,6 +85,16 @@ class ControlPlane {
  private:
   // Stores a new experiment (id assigned) and hands it to the executor.
   absl::StatusOr<v1::Experiment> Create(v1::Experiment experiment);
+  // The spec the request names (text, message, or a base's frozen spec with
+  // its file hashes cleared), and the base experiment when there is one.
+  absl::Status ReadSource(const v1::SubmitExperimentRequest& request, v1::ExperimentSpec& spec,
+                          std::optional<v1::Experiment>& base_experiment);
+  // Mean duration of each stage over its successful runs, for the plan's
+  // prediction.
+  absl::StatusOr<std::map<v1::StageName, absl::Duration>> MeanStageDurations();
+  // Summary.next_step from the summary's other facts; `latest` is the most
+  // recent experiment, null when there is none.
+  void FillNextStep(v1::Summary& summary, const v1::Experiment* latest);
 
   Store& store_;
   Clock& clock_;
@@ -96,12 +107,6 @@ class ControlPlane {
   // FAILED_PRECONDITION naming the executor's latched error, if any.
   absl::Status CheckAcceptingWork();
 };
-
-// True for SUCCEEDED, FAILED and CANCELLED: a watch ends there.
-bool IsFinal(v1::ExperimentState state);
-
-// "queued" for EXPERIMENT_STATE_QUEUED.
-std::string StateLabel(v1::ExperimentState state);
 
 }  // namespace servelab::core
 

@@ -87,7 +87,7 @@ TEST_F(ControlPlaneTest, DeltaRecordsParentAndChanges) {
   v1::Experiment base = SubmitBase();
   absl::StatusOr<v1::Experiment> e = plane_.Submit(Delta(base.id(), {"workload.concurrency=96"}));
   ASSERT_THAT(e, IsOk());
-  EXPECT_EQ(e->parent_id(), base.id());
+  EXPECT_EQ(e->base_id(), base.id());
   ASSERT_THAT(e->changes(), SizeIs(1));
   EXPECT_EQ(e->changes(0).path(), "workload.concurrency");
   EXPECT_EQ(e->changes(0).old_value(), "128");
@@ -273,7 +273,7 @@ TEST_F(ControlPlaneTest, PlanReusesMatchingInstances) {
 TEST_F(ControlPlaneTest, SummaryListsQueueAndCounts) {
   absl::StatusOr<v1::Summary> empty = plane_.Summary();
   ASSERT_THAT(empty, IsOk());
-  EXPECT_THAT(empty->next_step(), HasSubstr("servelab submit -f"));
+  EXPECT_EQ(empty->next_step().action(), v1::NextStep::SUBMIT_BASE);
   SubmitBase();
   SubmitBase();
   ASSERT_THAT(plane_.Cancel("exp-2"), IsOk());
@@ -283,7 +283,7 @@ TEST_F(ControlPlaneTest, SummaryListsQueueAndCounts) {
   EXPECT_EQ(summary->experiments_by_state().at("queued"), 1);
   EXPECT_EQ(summary->experiments_by_state().at("cancelled"), 1);
   EXPECT_EQ(summary->experiments_by_state().at("succeeded"), 0);
-  EXPECT_THAT(summary->next_step(), HasSubstr("exp-1"));
+  EXPECT_EQ(summary->next_step().experiment_id(), "exp-1");
 }
 
 }  // namespace

@@ -1,35 +1,18 @@
-// Stages that change or probe the serving deployment: launch, warmup, route
+// Stages that change or check the serving deployment: launch, warmup, route
 // verification and prefix-cache preparation.
 #include <future>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/labels.h"
 #include "common/status_macros.h"
-#include "daemon/core/hot_state.h"
+#include "daemon/core/hot_deployment.h"
 #include "daemon/core/ledger.h"
 #include "daemon/core/planner.h"
 #include "daemon/core/stages.h"
 
 namespace servelab::core {
-std::string SideLabel(v1::Side side) {
-  switch (side) {
-    case v1::SIDE_PREFILL:
-      return "prefill";
-    case v1::SIDE_DECODE:
-      return "decode";
-    case v1::SIDE_ROUTER:
-      return "router";
-    default:
-      return "unknown";
-  }
-}
-
 namespace {
-
-// "warmup" for PHASE_WARMUP: the middle part of a load tag (exp-3/warmup/1).
-std::string PhaseLabel(v1::Phase phase) {
-  return absl::AsciiStrToLower(v1::Phase_Name(phase).substr(std::string("PHASE_").size()));
-}
 
 absl::StatusOr<v1::ServingInstance> RequireInstance(Store& store, v1::Side side) {
   std::optional<v1::ServingInstance> instance = InstanceFor(store, side);
@@ -49,7 +32,7 @@ absl::StatusOr<LoadOutcome> RunAuxiliaryLoad(StageEnv& env, const v1::Experiment
               .phase = phase,
               .experiment_id = e.id(),
               .attempt = attempt,
-              .url = env.engine.BaseUrl(router),
+              .url = env.instances.BaseUrl(router),
               .load_tag = absl::StrCat(e.id(), "/", PhaseLabel(phase), "/", attempt),
               .warmup_round = round,
               .deadline = env.clock.Now() + timeout};
@@ -91,7 +74,7 @@ absl::StatusOr<Counters> LaunchSide(StageEnv& env, const v1::Experiment& e, v1::
   const absl::Time start = env.clock.Now();
   // The instance this side replaces goes first: one owner per accelerator.
   if (std::optional<v1::ServingInstance> old = InstanceFor(env.store, side); old.has_value()) {
-    SERVELAB_RETURN_IF_ERROR(env.engine.Stop(*old, env.stop_grace));
+    SERVELAB_RETURN_IF_ERROR(env.instances.Stop(*old, env.stop_grace));
     SERVELAB_RETURN_IF_ERROR(env.store.RemoveInstance(side));
   }
   Endpoints endpoints;
@@ -108,8 +91,8 @@ absl::StatusOr<Counters> LaunchSide(StageEnv& env, const v1::Experiment& e, v1::
       endpoints.decode_extra_ports.push_back(r.port());
   }
   SERVELAB_ASSIGN_OR_RETURN(LaunchCommand command,
-                            env.engine.Render(e.spec(), side, endpoints, env.log_dir));
-  SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance instance, env.engine.Launch(command));
+                            env.instances.Render(e.spec(), side, endpoints, env.log_dir));
+  SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance instance, env.instances.Launch(command));
   instance.set_fingerprint(FingerprintOf(e.plan().fingerprints(), side));
   instance.set_experiment_id(e.id());
   *instance.mutable_launched_at() = ToTimestamp(env.clock.Now());
@@ -117,7 +100,7 @@ absl::StatusOr<Counters> LaunchSide(StageEnv& env, const v1::Experiment& e, v1::
   // process exists and can stop or adopt it.
   SERVELAB_RETURN_IF_ERROR(env.store.PutInstance(instance));
   env.metrics.CountInstanceLaunch(SideLabel(side));
-  SERVELAB_RETURN_IF_ERROR(env.engine.WaitReady(
+  SERVELAB_RETURN_IF_ERROR(env.instances.WaitReady(
       instance, env.clock.Now() + FromDuration(e.spec().limits().launch_timeout())));
   Counters counters{{"pid", instance.pid()},
                     {"port", instance.port()},
@@ -157,14 +140,14 @@ absl::StatusOr<Counters> RouteVerify(StageEnv& env, const v1::Experiment& e) {
                             RequireInstance(env.store, v1::SIDE_PREFILL));
   SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance decode,
                             RequireInstance(env.store, v1::SIDE_DECODE));
-  SERVELAB_ASSIGN_OR_RETURN(InstanceCounters p0, env.engine.Scrape(prefill));
-  SERVELAB_ASSIGN_OR_RETURN(InstanceCounters d0, env.engine.Scrape(decode));
+  SERVELAB_ASSIGN_OR_RETURN(InstanceCounters p0, env.instances.Scrape(prefill));
+  SERVELAB_ASSIGN_OR_RETURN(InstanceCounters d0, env.instances.Scrape(decode));
   SERVELAB_ASSIGN_OR_RETURN(LoadOutcome outcome,
-                            RunAuxiliaryLoad(env, e, v1::PHASE_PROBE, 0,
+                            RunAuxiliaryLoad(env, e, v1::PHASE_ROUTE_VERIFY, 0,
                                              FromDuration(e.spec().limits().warmup_timeout())));
-  SERVELAB_RETURN_IF_ERROR(RequireAllCompleted(outcome, "route probe"));
-  SERVELAB_ASSIGN_OR_RETURN(InstanceCounters p1, env.engine.Scrape(prefill));
-  SERVELAB_ASSIGN_OR_RETURN(InstanceCounters d1, env.engine.Scrape(decode));
+  SERVELAB_RETURN_IF_ERROR(RequireAllCompleted(outcome, "route check"));
+  SERVELAB_ASSIGN_OR_RETURN(InstanceCounters p1, env.instances.Scrape(prefill));
+  SERVELAB_ASSIGN_OR_RETURN(InstanceCounters d1, env.instances.Scrape(decode));
   // One request through the router must show up in both sides' own
   // counters: a router that silently serves from one side would pass any
   // latency check. Counters, not headers: real proxies replace x-request-id
@@ -176,7 +159,7 @@ absl::StatusOr<Counters> RouteVerify(StageEnv& env, const v1::Experiment& e) {
   const double decode_tokens = d1.generation_tokens - d0.generation_tokens;
   if (prefill_requests <= 0 || decode_requests <= 0 || prefill_tokens <= 0 || decode_tokens <= 0) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "route check: a probe through the router moved prefill by ", prefill_requests,
+        "route check: a request through the router moved prefill by ", prefill_requests,
         " requests / ", prefill_tokens, " prompt tokens and decode by ", decode_requests,
         " requests / ", decode_tokens, " generation tokens; both sides must move"));
   }
@@ -190,17 +173,17 @@ namespace {
 
 // Long enough to fill several KV blocks (the prefix cache only holds whole
 // blocks), and unlike any dataset prompt.
-std::string ResetProbePrompt(const std::string& experiment_id) {
+std::string CacheCheckPrompt(const std::string& experiment_id) {
   std::string prompt;
   for (int i = 0; i < 24; ++i)
-    absl::StrAppend(&prompt, "servelab cache reset probe ", experiment_id, " ");
+    absl::StrAppend(&prompt, "servelab cache check ", experiment_id, " ");
   return prompt;
 }
 
 // Waits until the instance holds no request and no KV block.
 absl::Status WaitIdle(StageEnv& env, const v1::ServingInstance& instance, absl::Time deadline) {
   while (true) {
-    SERVELAB_ASSIGN_OR_RETURN(InstanceCounters c, env.engine.Scrape(instance));
+    SERVELAB_ASSIGN_OR_RETURN(InstanceCounters c, env.instances.Scrape(instance));
     if (!c.HoldsRequests() && c.kv_cache_usage == 0) return absl::OkStatus();
     if (env.clock.Now() >= deadline) {
       return absl::DeadlineExceededError(absl::StrCat(
@@ -216,37 +199,37 @@ absl::Status WaitIdle(StageEnv& env, const v1::ServingInstance& instance, absl::
 // answers 200 even when it refused (blocks still held, e.g. by NIXL leases),
 // and SGLang's /flush_cache answers 400 while requests run. So: wait for
 // the instance to be idle, reset, and (where the answer proves nothing)
-// send a probe prompt that was cached before the reset and check it no
+// send a check prompt that was cached before the reset and check it no
 // longer hits. Retried until `deadline`.
 struct ResetOutcome {
   int attempts = 0;
-  int probe_requests = 0;
+  int cache_check_requests = 0;
 };
 
 absl::StatusOr<ResetOutcome> ConfirmedReset(StageEnv& env, const v1::ServingInstance& instance,
-                                            const std::string& probe, absl::Time deadline) {
-  const bool confirm = env.engine.ResetNeedsConfirmation(instance);
+                                            const std::string& check_prompt, absl::Time deadline) {
+  const bool confirm = env.instances.ResetNeedsConfirmation(instance);
   ResetOutcome outcome;
-  // Cache the probe first, so that a refused reset shows up as a hit.
+  // Cache the check prompt first, so that a refused reset shows up as a hit.
   if (confirm) {
-    SERVELAB_RETURN_IF_ERROR(env.engine.SendProbeRequest(instance, probe));
-    ++outcome.probe_requests;
+    SERVELAB_RETURN_IF_ERROR(env.instances.SendCacheCheckRequest(instance, check_prompt));
+    ++outcome.cache_check_requests;
   }
   std::string last = "no attempt";
   for (int& attempt = outcome.attempts;;) {
     ++attempt;
     SERVELAB_RETURN_IF_ERROR(WaitIdle(env, instance, deadline));
-    absl::Status reset = env.engine.ResetPrefixCache(instance);
+    absl::Status reset = env.instances.ResetPrefixCache(instance);
     if (!reset.ok() && !absl::IsUnavailable(reset)) return reset;
     if (reset.ok() && !confirm) return outcome;
     if (reset.ok()) {
-      SERVELAB_ASSIGN_OR_RETURN(InstanceCounters before, env.engine.Scrape(instance));
-      SERVELAB_RETURN_IF_ERROR(env.engine.SendProbeRequest(instance, probe));
-      ++outcome.probe_requests;
-      SERVELAB_ASSIGN_OR_RETURN(InstanceCounters after, env.engine.Scrape(instance));
+      SERVELAB_ASSIGN_OR_RETURN(InstanceCounters before, env.instances.Scrape(instance));
+      SERVELAB_RETURN_IF_ERROR(env.instances.SendCacheCheckRequest(instance, check_prompt));
+      ++outcome.cache_check_requests;
+      SERVELAB_ASSIGN_OR_RETURN(InstanceCounters after, env.instances.Scrape(instance));
       const double hits = after.prefix_cache_hits - before.prefix_cache_hits;
       if (hits == 0) return outcome;
-      last = absl::StrCat("the reset answered OK but a cached probe still hit ", hits,
+      last = absl::StrCat("the reset answered OK but the cached check prompt still hit ", hits,
                           " tokens (the engine refused it)");
     } else {
       last = std::string(reset.message());
@@ -264,34 +247,34 @@ absl::StatusOr<ResetOutcome> ConfirmedReset(StageEnv& env, const v1::ServingInst
 
 absl::StatusOr<Counters> CacheReset(StageEnv& env, const v1::Experiment& e) {
   const absl::Time deadline = env.clock.Now() + FromDuration(e.spec().limits().warmup_timeout());
-  const std::string probe = ResetProbePrompt(e.id());
+  const std::string check_prompt = CacheCheckPrompt(e.id());
   SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance prefill,
                             RequireInstance(env.store, v1::SIDE_PREFILL));
   SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance decode,
                             RequireInstance(env.store, v1::SIDE_DECODE));
   // The two sides reset independently, so at the same time: the stage costs
   // the slower side, not the sum.
-  auto decode_reset =
-      std::async(std::launch::async, [&] { return ConfirmedReset(env, decode, probe, deadline); });
-  absl::StatusOr<ResetOutcome> prefill_reset = ConfirmedReset(env, prefill, probe, deadline);
+  auto decode_reset = std::async(
+      std::launch::async, [&] { return ConfirmedReset(env, decode, check_prompt, deadline); });
+  absl::StatusOr<ResetOutcome> prefill_reset = ConfirmedReset(env, prefill, check_prompt, deadline);
   absl::StatusOr<ResetOutcome> decode_result = decode_reset.get();
   SERVELAB_RETURN_IF_ERROR(prefill_reset.status());
   SERVELAB_RETURN_IF_ERROR(decode_result.status());
   return Counters{{"prefill_reset_attempts", prefill_reset->attempts},
-                  {"prefill_probe_requests", prefill_reset->probe_requests},
+                  {"prefill_cache_check_requests", prefill_reset->cache_check_requests},
                   {"decode_reset_attempts", decode_result->attempts},
-                  {"decode_probe_requests", decode_result->probe_requests}};
+                  {"decode_cache_check_requests", decode_result->cache_check_requests}};
 }
 
 absl::StatusOr<Counters> CacheSeed(StageEnv& env, const v1::Experiment& e) {
   SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance prefill,
                             RequireInstance(env.store, v1::SIDE_PREFILL));
-  SERVELAB_ASSIGN_OR_RETURN(InstanceCounters before, env.engine.Scrape(prefill));
+  SERVELAB_ASSIGN_OR_RETURN(InstanceCounters before, env.instances.Scrape(prefill));
   SERVELAB_ASSIGN_OR_RETURN(LoadOutcome outcome,
                             RunAuxiliaryLoad(env, e, v1::PHASE_CACHE_SEED, 0,
                                              FromDuration(e.spec().limits().warmup_timeout())));
   SERVELAB_RETURN_IF_ERROR(RequireAllCompleted(outcome, "cache seed"));
-  SERVELAB_ASSIGN_OR_RETURN(InstanceCounters after, env.engine.Scrape(prefill));
+  SERVELAB_ASSIGN_OR_RETURN(InstanceCounters after, env.instances.Scrape(prefill));
   const double queries = after.prefix_cache_queries - before.prefix_cache_queries;
   const double hits = after.prefix_cache_hits - before.prefix_cache_hits;
   // Wall time and summed latency are different facts: reporting only the

@@ -1,16 +1,24 @@
 #include "daemon/core/failure_class.h"
 
 #include "absl/strings/str_cat.h"
-#include "daemon/core/planner.h"
+#include "common/labels.h"
+#include "daemon/core/stage_table.h"
 
 namespace servelab::core {
 
 v1::FailureClass ClassifyFailure(v1::StageName failed, bool warm) {
-  if (failed >= v1::STAGE_ANALYZE) return v1::ANALYSIS_FAILED;
-  if (failed == v1::STAGE_DRAIN_CONFIRM) return v1::LOAD_END_UNKNOWN;
-  if (failed == v1::STAGE_FORMAL_LOAD) return v1::LOAD_INTERRUPTED;
+  switch (StageInfoOf(failed).phase) {
+    case StagePhase::kAnalyze:
+      return v1::ANALYSIS_FAILED;
+    case StagePhase::kDrain:
+      return v1::LOAD_END_UNKNOWN;
+    case StagePhase::kLoad:
+      return v1::LOAD_INTERRUPTED;
+    case StagePhase::kPrepare:
+      break;
+  }
   // Before the formal load: a warm deployment is worth keeping.
-  return warm && failed > v1::STAGE_WARMUP ? v1::WARM_RESUMABLE : v1::NO_REQUESTS_SENT;
+  return warm && RunsAfter(failed, v1::STAGE_WARMUP) ? v1::WARM_RESUMABLE : v1::NO_REQUESTS_SENT;
 }
 
 std::string ResumeAction(v1::FailureClass failure_class, v1::StageName failed) {

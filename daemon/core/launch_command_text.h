@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "daemon/core/engine.h"
+#include "daemon/core/instance_driver.h"
 
 namespace servelab::core {
 

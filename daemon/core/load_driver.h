@@ -1,4 +1,4 @@
-// LoadDriver: runs one load phase (warmup, cache seed, probe or formal)
+// LoadDriver: runs one load phase (warmup, cache seed, route check or formal)
 // against a serving endpoint and streams its raw records to a callback. The
 // daemon's implementation wraps loadgen/ (datasets, schedules, the async
 // HTTP client); core tests use a fake. Everything a load does is derived
@@ -72,7 +72,7 @@ class LoadDriver {
   // Blocks until the load ends. `on_records` gets every batch (called from
   // one thread; an error cancels the load and is returned); `on_tick` gets
   // progress at least every 100 ms. UNAVAILABLE with zero requests sent when
-  // the endpoint does not answer its probe.
+  // the endpoint does not answer its endpoint check.
   virtual absl::StatusOr<LoadOutcome> Run(
       const LoadJob& job,
       const std::function<absl::Status(const std::vector<v1::RequestRecord>&)>& on_records,

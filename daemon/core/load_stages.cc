@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/labels.h"
 #include "common/status_macros.h"
 #include "daemon/core/launch_command_text.h"
 #include "daemon/core/ledger.h"
@@ -22,13 +23,13 @@ absl::StatusOr<std::vector<std::string>> BusyInstances(StageEnv& env) {
   std::vector<std::string> busy;
   for (const v1::ServingInstance& instance : instances) {
     if (instance.side() == v1::SIDE_ROUTER) continue;  // Routers keep no queue of their own.
-    absl::StatusOr<InstanceCounters> c = env.engine.Scrape(instance);
+    absl::StatusOr<InstanceCounters> c = env.instances.Scrape(instance);
     if (!c.ok()) {
-      busy.push_back(absl::StrCat(v1::Side_Name(instance.side()), ": ", c.status().message()));
+      busy.push_back(absl::StrCat(SideLabel(instance.side()), ": ", c.status().message()));
     } else if (c->HoldsRequests()) {
       // In transfer counts: a request between P's and D's queues has not
       // ended, though neither side reports it running or waiting.
-      busy.push_back(absl::StrCat(v1::Side_Name(instance.side()), ": ", c->requests_running,
+      busy.push_back(absl::StrCat(SideLabel(instance.side()), ": ", c->requests_running,
                                   " running, ", c->requests_waiting, " waiting, ",
                                   c->requests_in_transfer, " in transfer"));
     }
@@ -38,14 +39,14 @@ absl::StatusOr<std::vector<std::string>> BusyInstances(StageEnv& env) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<LaunchCommand>> RenderDeployment(Engine& engine,
+absl::StatusOr<std::vector<LaunchCommand>> RenderDeployment(InstanceDriver& instances,
                                                             const v1::ExperimentSpec& spec,
                                                             const std::string& log_dir,
                                                             v1::Side* failed_side) {
   std::vector<LaunchCommand> commands;
   Endpoints endpoints;
   for (v1::Side side : {v1::SIDE_PREFILL, v1::SIDE_DECODE, v1::SIDE_ROUTER}) {
-    absl::StatusOr<LaunchCommand> command = engine.Render(spec, side, endpoints, log_dir);
+    absl::StatusOr<LaunchCommand> command = instances.Render(spec, side, endpoints, log_dir);
     if (!command.ok()) {
       if (failed_side != nullptr) *failed_side = side;
       return absl::Status(command.status().code(),
@@ -68,12 +69,13 @@ absl::StatusOr<std::vector<LaunchCommand>> RenderDeployment(Engine& engine,
   return commands;
 }
 
-std::vector<v1::RenderedCommand> RenderForPlan(Engine& engine, const v1::ExperimentSpec& spec,
+std::vector<v1::RenderedCommand> RenderForPlan(InstanceDriver& instances,
+                                               const v1::ExperimentSpec& spec,
                                                const std::string& log_dir) {
   std::vector<v1::RenderedCommand> out;
   v1::Side failed = v1::SIDE_UNSPECIFIED;
   absl::StatusOr<std::vector<LaunchCommand>> commands =
-      RenderDeployment(engine, spec, log_dir, &failed);
+      RenderDeployment(instances, spec, log_dir, &failed);
   if (!commands.ok()) {
     v1::RenderedCommand& c = out.emplace_back();
     c.set_side(failed);
@@ -100,12 +102,12 @@ absl::StatusOr<Counters> Preflight(StageEnv& env, const v1::Experiment& e) {
   Counters counters;
   v1::Side failed = v1::SIDE_UNSPECIFIED;
   absl::StatusOr<std::vector<LaunchCommand>> commands =
-      RenderDeployment(env.engine, e.spec(), env.log_dir, &failed);
+      RenderDeployment(env.instances, e.spec(), env.log_dir, &failed);
   if (!commands.ok()) return commands.status();
   for (const LaunchCommand& command : *commands) {
     if (command.argv.empty() || access(command.argv[0].c_str(), X_OK) != 0) {
       return absl::FailedPreconditionError(absl::StrCat(
-          v1::Side_Name(command.side), ": launch command \"",
+          SideLabel(command.side), ": launch command \"",
           command.argv.empty() ? "" : command.argv[0], "\" is not an executable file"));
     }
     counters[absl::StrCat(SideLabel(command.side), "_processes")] = 1 + command.extra_ranks.size();
@@ -135,6 +137,28 @@ absl::StatusOr<Counters> Preflight(StageEnv& env, const v1::Experiment& e) {
   return counters;
 }
 
+namespace {
+
+void SetTallies(v1::Progress& progress, int64_t sent, int64_t completed, int64_t failed) {
+  progress.set_formal_requests_sent(sent);
+  progress.set_formal_requests_completed(completed);
+  progress.set_formal_requests_failed(failed);
+}
+
+// When the batch's first request left, from the records' own clock (not
+// from when the batch arrived); nullopt when none was sent.
+std::optional<absl::Time> EarliestSend(const std::vector<v1::RequestRecord>& records) {
+  std::optional<absl::Time> first;
+  for (const v1::RequestRecord& r : records) {
+    if (r.sent_ns() <= 0 || !r.has_load_start()) continue;
+    const absl::Time sent = FromTimestamp(r.load_start()) + absl::Nanoseconds(r.sent_ns());
+    if (!first.has_value() || sent < *first) first = sent;
+  }
+  return first;
+}
+
+}  // namespace
+
 absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int attempt,
                                     const ProgressFn& on_progress) {
   // Confirm the previous load really ended (e.g. one cut off by a daemon
@@ -149,30 +173,21 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
     return absl::FailedPreconditionError("no deployment running");
   }
   InstanceCounters before;
-  if (absl::StatusOr<InstanceCounters> c = env.engine.Scrape(*prefill); c.ok()) before = *c;
+  if (absl::StatusOr<InstanceCounters> c = env.instances.Scrape(*prefill); c.ok()) before = *c;
 
   const absl::Duration deadline = FromDuration(e.spec().limits().formal_deadline());
   LoadJob job{.spec = &e.spec(),
               .phase = v1::PHASE_FORMAL,
               .experiment_id = e.id(),
               .attempt = attempt,
-              .url = env.engine.BaseUrl(*router),
+              .url = env.instances.BaseUrl(*router),
               .load_tag = absl::StrCat(e.id(), "/formal/", attempt),
               .deadline = env.clock.Now() + deadline};
   v1::Progress progress = e.progress();
-  progress.set_formal_requests_sent(0);
-  progress.set_formal_requests_completed(0);
-  progress.set_formal_requests_failed(0);
-  std::optional<absl::Time> first_sent;
+  SetTallies(progress, 0, 0, 0);
   auto on_records = [&](const std::vector<v1::RequestRecord>& records) -> absl::Status {
     SERVELAB_RETURN_IF_ERROR(env.store.AppendRequests(records));
-    // The exact time the first formal request left, from the records' own
-    // clock, not from when the batch arrived.
-    for (const v1::RequestRecord& r : records) {
-      if (r.sent_ns() <= 0 || !r.has_load_start()) continue;
-      absl::Time sent = FromTimestamp(r.load_start()) + absl::Nanoseconds(r.sent_ns());
-      if (!first_sent.has_value() || sent < *first_sent) first_sent = sent;
-    }
+    std::optional<absl::Time> first_sent = EarliestSend(records);
     if (first_sent.has_value() && !progress.has_first_formal_request_at()) {
       *progress.mutable_first_formal_request_at() = ToTimestamp(*first_sent);
       *progress.mutable_first_formal_request_delay() = TimeUtil::NanosecondsToDuration(
@@ -184,16 +199,12 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
     return absl::OkStatus();
   };
   auto on_tick = [&](const LoadTick& tick) {
-    progress.set_formal_requests_sent(tick.sent);
-    progress.set_formal_requests_completed(tick.completed);
-    progress.set_formal_requests_failed(tick.failed);
+    SetTallies(progress, tick.sent, tick.completed, tick.failed);
     on_progress(progress, false);
   };
   SERVELAB_ASSIGN_OR_RETURN(LoadOutcome outcome,
                             env.load.Run(job, on_records, on_tick, env.cancel));
-  progress.set_formal_requests_sent(outcome.sent);
-  progress.set_formal_requests_completed(outcome.completed);
-  progress.set_formal_requests_failed(outcome.failed);
+  SetTallies(progress, outcome.sent, outcome.completed, outcome.failed);
   on_progress(progress, true);
   env.metrics.CountFormalRequests("sent", outcome.sent);
   env.metrics.CountFormalRequests("completed", outcome.completed);
@@ -204,7 +215,7 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
                     {"completed", static_cast<double>(outcome.completed)},
                     {"failed", static_cast<double>(outcome.failed)},
                     {"wall_seconds", absl::ToDoubleSeconds(outcome.wall)}};
-  if (absl::StatusOr<InstanceCounters> after = env.engine.Scrape(*prefill); after.ok()) {
+  if (absl::StatusOr<InstanceCounters> after = env.instances.Scrape(*prefill); after.ok()) {
     const double queries = after->prefix_cache_queries - before.prefix_cache_queries;
     if (queries > 0) {
       counters["achieved_hit_ratio"] =

@@ -21,7 +21,7 @@
 namespace servelab::core {
 
 // What is running now. A side without an instance has an empty fingerprint.
-struct HotState {
+struct HotDeployment {
   std::string experiment_id;      // Whose spec the instances hold.
   v1::Fingerprints fingerprints;  // Per running side; warmup = how it was warmed.
   bool warm = false;              // Warmup finished since the last launch.
@@ -34,19 +34,13 @@ struct ReanalysisSource {
 
 struct PlanInput {
   const v1::ExperimentSpec& spec;  // Frozen.
-  std::optional<HotState> hot;
+  std::optional<HotDeployment> hot;
   std::optional<ReanalysisSource> reanalysis;
   // Mean past duration of each stage when it ran, for the prediction.
   std::map<v1::StageName, absl::Duration> history;
 };
 
 v1::Plan MakePlan(const PlanInput& input);
-
-// Stages in execution order.
-const std::vector<v1::StageName>& AllStages();
-
-// "formal_load" for STAGE_FORMAL_LOAD: the name used in output and metrics.
-std::string StageLabel(v1::StageName stage);
 
 // First 8 hex digits: enough to tell fingerprints apart in a reason line.
 std::string ShortHash(const std::string& hash);

@@ -3,9 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/labels.h"
 #include "daemon/core/spec/freeze.h"
 #include "daemon/core/spec/scope.h"
 #include "daemon/core/spec/spec_delta.h"
+#include "daemon/core/stage_table.h"
 #include "google/protobuf/util/time_util.h"
 #include "tests/testing/status_matchers.h"
 
@@ -36,8 +38,8 @@ std::map<v1::StageName, v1::PlannedStage> ByStage(const v1::Plan& plan) {
   return out;
 }
 
-HotState HotFor(const v1::ExperimentSpec& spec) {
-  HotState hot{
+HotDeployment HotFor(const v1::ExperimentSpec& spec) {
+  HotDeployment hot{
       .experiment_id = "exp-1", .fingerprints = spec::ComputeFingerprints(spec), .warm = true};
   return hot;
 }
@@ -46,7 +48,7 @@ TEST(PlannerTest, NothingRunningRunsEveryStage) {
   v1::ExperimentSpec spec =
       Frozen({"workload.dataset.prefix_cache_ratio=0.9", "workload.dataset.prefix_groups=4"});
   v1::Plan plan = MakePlan({.spec = spec});
-  ASSERT_EQ(plan.stages_size(), static_cast<int>(AllStages().size()));
+  ASSERT_EQ(plan.stages_size(), static_cast<int>(StageTable().size()));
   for (const v1::PlannedStage& s : plan.stages()) {
     EXPECT_EQ(s.action(), v1::STAGE_ACTION_RUN) << StageLabel(s.stage()) << ": " << s.reason();
   }

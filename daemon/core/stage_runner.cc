@@ -4,10 +4,12 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/labels.h"
 #include "common/status_macros.h"
 #include "daemon/core/failure_class.h"
-#include "daemon/core/hot_state.h"
+#include "daemon/core/hot_deployment.h"
 #include "daemon/core/planner.h"
+#include "daemon/core/stage_table.h"
 
 namespace servelab::core {
 namespace {
@@ -17,8 +19,11 @@ bool Done(v1::StageStatus status) {
          status == v1::STAGE_STATUS_SKIPPED;
 }
 
-bool IsLaneStage(v1::StageName stage) {
-  return stage >= v1::STAGE_LAUNCH_PREFILL && stage <= v1::STAGE_DRAIN_CONFIRM;
+bool IsLaneStage(v1::StageName stage) { return StageInfoOf(stage).worker == Worker::kLane; }
+
+// Reused and skipped stages are recorded, not run.
+bool Marked(v1::StageAction action) {
+  return action == v1::STAGE_ACTION_SKIP || action == v1::STAGE_ACTION_REUSE;
 }
 
 v1::Stage* FindStage(v1::Experiment& e, v1::StageName name) {
@@ -38,41 +43,31 @@ const v1::Stage* FindStage(const v1::Experiment& e, v1::StageName name) {
   return nullptr;
 }
 
-std::string ActionLabel(v1::StageAction action) {
-  switch (action) {
-    case v1::STAGE_ACTION_RUN:
-      return "run";
-    case v1::STAGE_ACTION_REUSE:
-      return "reuse";
-    case v1::STAGE_ACTION_SKIP:
-      return "skip";
-    default:
-      return "unknown";
-  }
-}
-
 void ResetStage(v1::Stage& stage) {
   stage.set_status(v1::STAGE_STATUS_PENDING);
   stage.clear_error();
 }
 
-v1::Side SideOf(v1::StageName stage) {
-  switch (stage) {
-    case v1::STAGE_LAUNCH_PREFILL:
-      return v1::SIDE_PREFILL;
-    case v1::STAGE_LAUNCH_DECODE:
-      return v1::SIDE_DECODE;
-    default:
-      return v1::SIDE_ROUTER;
+// The lane stages from `from` on that are not done yet and are reused or
+// skipped, up to the first one that runs: recorded in one write.
+std::vector<v1::StageName> MarkedRun(const v1::Experiment& e, v1::StageName from) {
+  std::vector<v1::StageName> run;
+  for (const StageInfo& info : StageTable()) {
+    if (info.worker != Worker::kLane || RunsAfter(from, info.name)) continue;
+    const v1::Stage* stage = FindStage(e, info.name);
+    if (stage == nullptr || Done(stage->status())) continue;
+    if (!Marked(stage->action())) break;
+    run.push_back(info.name);
   }
+  return run;
 }
 
 }  // namespace
 
-StageRunner::StageRunner(Ledger& ledger, Engine& engine, LoadDriver& load, RunnerMetrics& metrics,
-                         Options options)
+StageRunner::StageRunner(Ledger& ledger, InstanceDriver& instances, LoadDriver& load,
+                         RunnerMetrics& metrics, Options options)
     : ledger_(ledger),
-      engine_(engine),
+      instances_(instances),
       load_(load),
       metrics_(metrics),
       options_(std::move(options)) {}
@@ -101,7 +96,7 @@ StageRunner::Lane StageRunner::lane() {
 
 StageEnv StageRunner::Env(std::atomic<bool>& cancel) {
   return StageEnv{.store = ledger_.store(),
-                  .engine = engine_,
+                  .instances = instances_,
                   .load = load_,
                   .metrics = metrics_,
                   .clock = ledger_.clock(),
@@ -128,7 +123,7 @@ void StageRunner::Enqueue(const std::string& id) {
 std::vector<v1::RenderedCommand> StageRunner::RenderCommands(const v1::ExperimentSpec& spec) {
   // Its own log directory: rendering may pick ports and names log files,
   // but a plan must never touch what a running instance writes.
-  return RenderForPlan(engine_, spec, absl::StrCat(options_.log_dir, "/plan"));
+  return RenderForPlan(instances_, spec, absl::StrCat(options_.log_dir, "/plan"));
 }
 
 absl::Status StageRunner::CancelRunning(const std::string& id) {
@@ -289,11 +284,11 @@ void StageRunner::Prepare(const std::string& id) {
     // Nothing left for the accelerators: re-analysis, or a resume after the
     // raw data was complete.
     std::vector<v1::StageName> skipped;
-    for (v1::StageName s : AllStages()) {
-      const v1::Stage* stage = FindStage(*started, s);
-      if ((IsLaneStage(s) || s == v1::STAGE_PREFLIGHT) && stage != nullptr &&
+    for (const StageInfo& info : StageTable()) {
+      const v1::Stage* stage = FindStage(*started, info.name);
+      if ((info.worker == Worker::kLane || info.name == v1::STAGE_PREFLIGHT) && stage != nullptr &&
           !Done(stage->status())) {
-        skipped.push_back(s);
+        skipped.push_back(info.name);
       }
     }
     if (!MarkStages(id, skipped, ledger_.clock().Now()).ok()) return;  // Latched.
@@ -326,134 +321,114 @@ void StageRunner::Prepare(const std::string& id) {
   lane_queue_.push_back(id);
 }
 
-void StageRunner::RunLane(const std::string& id, absl::Time released) {
-  std::shared_ptr<std::atomic<bool>> cancel = CancelFlag(id);
-  if (cancel->load()) return FinishCancelled(id);
+absl::Time StageRunner::LaneStart(const std::string& id, absl::Time released) {
   const absl::Time now = ledger_.clock().Now();
   // The first lane stage starts when the experiment could first have had the
   // lane: after its preflight and after the previous owner released it. Any
   // wait before that is queue wait, reported as such.
-  absl::Time cursor = now;
-  if (absl::StatusOr<v1::Experiment> e = ledger_.store().GetExperiment(id); e.ok()) {
-    const v1::Stage* preflight = FindStage(*e, v1::STAGE_PREFLIGHT);
-    if (preflight != nullptr && preflight->has_ended_at()) {
-      const absl::Time ready = std::max(FromTimestamp(preflight->ended_at()), released);
-      metrics_.ObserveQueueWait(
-          absl::ToDoubleSeconds(std::max(ready, now) - FromTimestamp(preflight->ended_at())));
-      cursor = std::min(ready, now);
-    }
-  }
+  absl::StatusOr<v1::Experiment> e = ledger_.store().GetExperiment(id);
+  if (!e.ok()) return now;
+  const v1::Stage* preflight = FindStage(*e, v1::STAGE_PREFLIGHT);
+  if (preflight == nullptr || !preflight->has_ended_at()) return now;
+  const absl::Time ready = std::max(FromTimestamp(preflight->ended_at()), released);
+  metrics_.ObserveQueueWait(
+      absl::ToDoubleSeconds(std::max(ready, now) - FromTimestamp(preflight->ended_at())));
+  return std::min(ready, now);
+}
+
+void StageRunner::SetLaneStage(v1::StageName stage) {
+  absl::MutexLock lock(&mu_);
+  lane_.stage = stage;
+}
+
+void StageRunner::RunLane(const std::string& id, absl::Time released) {
+  std::shared_ptr<std::atomic<bool>> cancel = CancelFlag(id);
+  if (cancel->load()) return FinishCancelled(id);
+  absl::Time cursor = LaneStart(id, released);
   if (absl::Status status = Replan(id); !status.ok()) {
     return FailExperiment(id, v1::STAGE_LAUNCH_PREFILL, status);
   }
   StageEnv env = Env(*cancel);
   absl::Status formal_error;
   bool formal_started = false;
-  for (v1::StageName name : AllStages()) {
-    if (!IsLaneStage(name)) continue;
+  for (const StageInfo& info : StageTable()) {
+    if (info.worker != Worker::kLane) continue;
     absl::StatusOr<v1::Experiment> e = ledger_.store().GetExperiment(id);
     if (!e.ok()) return;
-    const v1::Stage* stage = FindStage(*e, name);
+    const v1::Stage* stage = FindStage(*e, info.name);
     if (stage != nullptr && Done(stage->status())) continue;
     if (cancel->load() && !formal_started) return FinishCancelled(id);
-    {
-      absl::MutexLock lock(&mu_);
-      lane_.stage = name;
-    }
-    const v1::StageAction action = stage != nullptr ? stage->action() : v1::STAGE_ACTION_RUN;
-    if (action == v1::STAGE_ACTION_SKIP || action == v1::STAGE_ACTION_REUSE) {
-      // This and the following reused or skipped stages, in one write.
-      std::vector<v1::StageName> batch;
-      for (v1::StageName next : AllStages()) {
-        if (next < name || !IsLaneStage(next)) continue;
-        const v1::Stage* s = FindStage(*e, next);
-        if (s == nullptr || Done(s->status())) continue;
-        if (s->action() != v1::STAGE_ACTION_SKIP && s->action() != v1::STAGE_ACTION_REUSE) break;
-        batch.push_back(next);
-      }
-      if (!MarkStages(id, batch, cursor).ok()) return;  // Latched: the runner stops.
+    SetLaneStage(info.name);
+    if (stage != nullptr && Marked(stage->action())) {
+      if (!MarkStages(id, MarkedRun(*e, info.name), cursor).ok()) return;  // Latched: stop.
       continue;
     }
-    absl::Status status;
-    if (name == v1::STAGE_FORMAL_LOAD) {
+    if (info.phase == StagePhase::kLoad) {
       formal_started = true;
-      absl::Mutex progress_mu;
-      absl::Time last_commit = absl::InfinitePast();
-      bool first_recorded = false;
-      ProgressFn on_progress = [&](const v1::Progress& progress, bool final) {
-        absl::MutexLock lock(&progress_mu);
-        const absl::Time now = ledger_.clock().Now();
-        const bool first = progress.has_first_formal_request_at() && !first_recorded;
-        if (!final && !first && now - last_commit < options_.progress_interval) return;
-        first_recorded = first_recorded || first;
-        last_commit = now;
-        Record(id, [&](v1::Experiment& x) -> absl::StatusOr<EventText> {
-          *x.mutable_progress() = progress;
-          return EventText{"progress", absl::StrCat(progress.formal_requests_sent(), "/",
-                                                    progress.formal_requests_planned(), " sent")};
-        });
-      };
-      // The attempt is the stage's own count: a load cut off before any of
-      // its records were stored still used up its number.
-      status = RunStage(
-          id, name,
-          [&](const v1::Experiment& x) {
-            const v1::Stage* formal = FindStage(x, v1::STAGE_FORMAL_LOAD);
-            return FormalLoad(env, x, formal != nullptr ? formal->attempt() : 1, on_progress);
-          },
-          cursor);
-      if (!status.ok()) formal_error = status;
+      formal_error = RunFormalLoad(id, env, cursor);
       continue;  // Whatever happened, the drain must be confirmed next.
     }
-    status = RunStage(
-        id, name,
-        [&](const v1::Experiment& x) -> absl::StatusOr<Counters> {
-          switch (name) {
-            case v1::STAGE_LAUNCH_PREFILL:
-            case v1::STAGE_LAUNCH_DECODE:
-            case v1::STAGE_LAUNCH_ROUTER:
-              return LaunchSide(env, x, SideOf(name));
-            case v1::STAGE_WARMUP:
-              return Warmup(env, x);
-            case v1::STAGE_ROUTE_VERIFY:
-              return RouteVerify(env, x);
-            case v1::STAGE_CACHE_RESET:
-              return CacheReset(env, x);
-            case v1::STAGE_CACHE_SEED:
-              return CacheSeed(env, x);
-            case v1::STAGE_DRAIN_CONFIRM:
-              return DrainConfirm(env, x);
-            default:
-              return absl::InternalError("not a lane stage");
-          }
-        },
-        cursor);
+    absl::Status status = RunStage(
+        id, info.name, [&](const v1::Experiment& x) { return info.body(env, x); }, cursor);
     if (status.ok()) continue;
-    if (name != v1::STAGE_DRAIN_CONFIRM) return FailExperiment(id, name, status);
-    // The end of the load is unknown: keep the lane until it drains, so no
-    // new load starts on top of it.
-    FailExperiment(id, name, status);
-    // Latched: nothing new will start on the lane, and a restart's formal
-    // load confirms the drain before it sends.
-    if (latched()) return;
-    std::atomic<bool> never(false);
-    StageEnv hold = Env(never);
-    while (true) {
-      {
-        absl::MutexLock lock(&mu_);
-        if (stopping_) return;
-      }
-      if (absl::StatusOr<v1::Experiment> x = ledger_.store().GetExperiment(id);
-          x.ok() && DrainConfirm(hold, *x).ok()) {
-        SetBlocker(id, "instances drained; the lane is free (resume for a new formal attempt)");
-        return;
-      }
-    }
+    FailExperiment(id, info.name, status);
+    if (info.phase == StagePhase::kDrain) HoldLaneUntilDrained(id);
+    return;
   }
   if (cancel->load()) return FinishCancelled(id);
   if (!formal_error.ok()) return FailExperiment(id, v1::STAGE_FORMAL_LOAD, formal_error);
   absl::MutexLock lock(&mu_);
   cpu_tasks_.push_back([this, id] { RunAnalysis(id); });
+}
+
+absl::Status StageRunner::RunFormalLoad(const std::string& id, StageEnv& env, absl::Time& cursor) {
+  absl::Mutex progress_mu;
+  absl::Time last_commit = absl::InfinitePast();
+  bool first_recorded = false;
+  // Progress is committed at most every progress_interval, but the first
+  // formal request and the final figures always are.
+  ProgressFn on_progress = [&](const v1::Progress& progress, bool final) {
+    absl::MutexLock lock(&progress_mu);
+    const absl::Time now = ledger_.clock().Now();
+    const bool first = progress.has_first_formal_request_at() && !first_recorded;
+    if (!final && !first && now - last_commit < options_.progress_interval) return;
+    first_recorded = first_recorded || first;
+    last_commit = now;
+    Record(id, [&](v1::Experiment& x) -> absl::StatusOr<EventText> {
+      *x.mutable_progress() = progress;
+      return EventText{"progress", absl::StrCat(progress.formal_requests_sent(), "/",
+                                                progress.formal_requests_planned(), " sent")};
+    });
+  };
+  // The attempt is the stage's own count: a load cut off before any of its
+  // records were stored still used up its number.
+  return RunStage(
+      id, v1::STAGE_FORMAL_LOAD,
+      [&](const v1::Experiment& x) {
+        const v1::Stage* formal = FindStage(x, v1::STAGE_FORMAL_LOAD);
+        return FormalLoad(env, x, formal != nullptr ? formal->attempt() : 1, on_progress);
+      },
+      cursor);
+}
+
+void StageRunner::HoldLaneUntilDrained(const std::string& id) {
+  // The end of the load is unknown: keep the lane until it drains, so no new
+  // load starts on top of it. Latched: nothing new will start on the lane,
+  // and a restart's formal load confirms the drain before it sends.
+  if (latched()) return;
+  std::atomic<bool> never(false);
+  StageEnv hold = Env(never);
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+    }
+    if (absl::StatusOr<v1::Experiment> x = ledger_.store().GetExperiment(id);
+        x.ok() && DrainConfirm(hold, *x).ok()) {
+      SetBlocker(id, "instances drained; the lane is free (resume for a new formal attempt)");
+      return;
+    }
+  }
 }
 
 void StageRunner::RunAnalysis(const std::string& id) {
@@ -518,7 +493,10 @@ absl::Status StageRunner::RunStage(
         stage.clear_error();
         stage.clear_counters();
         e.set_state(v1::EXPERIMENT_STATE_RUNNING);
-        if (IsLaneStage(name) || name >= v1::STAGE_ANALYZE) e.set_blocker("");
+        // Preflight keeps its blocker ("preflight"); lane and analysis
+        // stages are the fact the blocker would otherwise repeat.
+        const StageInfo& info = StageInfoOf(name);
+        if (info.worker == Worker::kLane || info.phase == StagePhase::kAnalyze) e.set_blocker("");
         return EventText{
             "stage", absl::StrCat(StageLabel(name), " running (attempt ", stage.attempt(), ")")};
       }));
@@ -610,7 +588,7 @@ void StageRunner::SetBlocker(const std::string& id, const std::string& blocker) 
 }
 
 absl::Status StageRunner::Replan(const std::string& id) {
-  SERVELAB_ASSIGN_OR_RETURN(std::optional<HotState> hot, ReadHotState(ledger_.store()));
+  SERVELAB_ASSIGN_OR_RETURN(std::optional<HotDeployment> hot, ReadHotDeployment(ledger_.store()));
   return Commit(
              id,
              [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
@@ -622,8 +600,8 @@ absl::Status StageRunner::Replan(const std::string& id) {
                  if (!IsLaneStage(planned.stage())) continue;
                  v1::Stage& stage = *FindStage(e, planned.stage());
                  bool stale_launch = false;
-                 if (planned.stage() <= v1::STAGE_LAUNCH_ROUTER && Done(stage.status())) {
-                   const v1::Side side = SideOf(planned.stage());
+                 const v1::Side side = StageInfoOf(planned.stage()).launches;
+                 if (side != v1::SIDE_UNSPECIFIED && Done(stage.status())) {
                    stale_launch = !hot.has_value() || FingerprintOf(hot->fingerprints, side) !=
                                                           FingerprintOf(plan.fingerprints(), side);
                  }
@@ -653,8 +631,8 @@ absl::Status StageRunner::Recover() {
     // Same pid and start time: the very process we launched, still serving.
     // A side with several DP ranks is alive only whole: the ranks that
     // survived a partial crash are stopped, never left running unowned.
-    if (!engine_.Alive(instance)) {
-      SERVELAB_RETURN_IF_ERROR(engine_.Stop(instance, options_.stop_grace));
+    if (!instances_.Alive(instance)) {
+      SERVELAB_RETURN_IF_ERROR(instances_.Stop(instance, options_.stop_grace));
       SERVELAB_RETURN_IF_ERROR(store.RemoveInstance(instance.side()));
     }
   }

@@ -38,7 +38,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "daemon/core/control_plane.h"
-#include "daemon/core/engine.h"
+#include "daemon/core/instance_driver.h"
 #include "daemon/core/ledger.h"
 #include "daemon/core/load_driver.h"
 #include "daemon/core/runner_metrics.h"
@@ -64,7 +64,7 @@ class StageRunner : public ExperimentExecutor {
   };
 
   // Everything borrowed must outlive the runner.
-  StageRunner(Ledger& ledger, Engine& engine, LoadDriver& load, RunnerMetrics& metrics,
+  StageRunner(Ledger& ledger, InstanceDriver& instances, LoadDriver& load, RunnerMetrics& metrics,
               Options options);
   ~StageRunner() override;
 
@@ -104,6 +104,13 @@ class StageRunner : public ExperimentExecutor {
   void Prepare(const std::string& id);
   // `released`: when the previous experiment released the lane.
   void RunLane(const std::string& id, absl::Time released);
+  // Where the first lane stage's span starts (the rest was queue wait).
+  absl::Time LaneStart(const std::string& id, absl::Time released);
+  void SetLaneStage(v1::StageName stage);
+  // The formal load stage, committing its progress as it runs.
+  absl::Status RunFormalLoad(const std::string& id, StageEnv& env, absl::Time& cursor);
+  // After drain_confirm failed: holds the lane until the instances drain.
+  void HoldLaneUntilDrained(const std::string& id);
   void RunAnalysis(const std::string& id);
 
   // Ledger::Update, retried while the write (not `mutate`) fails; after
@@ -135,7 +142,7 @@ class StageRunner : public ExperimentExecutor {
   StageEnv Env(std::atomic<bool>& cancel);
 
   Ledger& ledger_;
-  Engine& engine_;
+  InstanceDriver& instances_;
   LoadDriver& load_;
   RunnerMetrics& metrics_;
   const Options options_;

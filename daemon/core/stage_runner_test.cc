@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "common/labels.h"
 #include "daemon/core/control_plane.h"
 #include "daemon/core/planner.h"
 #include "daemon/core/stages.h"
@@ -27,7 +28,7 @@ using ::testing::HasSubstr;
 
 // Serving instances that exist only as counters; a formal request moves
 // prefill prompt tokens and decode generation tokens like a real P/D pair.
-class FakeEngine : public Engine {
+class FakeInstanceDriver : public InstanceDriver {
  public:
   absl::StatusOr<LaunchCommand> Render(const v1::ExperimentSpec& spec, v1::Side side,
                                        const Endpoints&, const std::string&) override {
@@ -73,18 +74,19 @@ class FakeEngine : public Engine {
       --refuse_resets[instance.side()];
       return absl::OkStatus();
     }
-    probe_cached.erase(instance.side());
+    check_cached.erase(instance.side());
     return absl::OkStatus();
   }
   bool ResetNeedsConfirmation(const v1::ServingInstance&) override { return true; }
-  // A probe of 32 tokens: all of them hit when it was cached before.
-  absl::Status SendProbeRequest(const v1::ServingInstance& instance, const std::string&) override {
+  // A check request of 32 tokens: all of them hit when it was cached before.
+  absl::Status SendCacheCheckRequest(const v1::ServingInstance& instance,
+                                     const std::string&) override {
     absl::MutexLock lock(&mu);
     InstanceCounters& c = counters[instance.side()];
     c.prefix_cache_queries += 32;
-    if (probe_cached.count(instance.side()) > 0) c.prefix_cache_hits += 32;
-    probe_cached.insert(instance.side());
-    ++probes;
+    if (check_cached.count(instance.side()) > 0) c.prefix_cache_hits += 32;
+    check_cached.insert(instance.side());
+    ++check_requests;
     return absl::OkStatus();
   }
   std::string BaseUrl(const v1::ServingInstance& instance) override {
@@ -97,7 +99,7 @@ class FakeEngine : public Engine {
   std::set<int> alive;
   std::map<v1::Side, int> launches;
   std::map<v1::Side, InstanceCounters> counters;
-  std::set<v1::Side> probe_cached;
+  std::set<v1::Side> check_cached;
   // A router that serves the decode leg itself: tokens move, D's own
   // request counter does not.
   bool decode_drops_requests = false;
@@ -105,14 +107,14 @@ class FakeEngine : public Engine {
   std::map<v1::Side, int> refuse_resets;
   std::map<v1::Side, int> busy_resets;
   std::map<v1::Side, int> reset_calls;
-  int probes = 0;
+  int check_requests = 0;
   // Called under `mu` before each scrape; may change the side's counters.
   std::function<void(v1::Side, InstanceCounters&)> on_scrape;
 };
 
 class FakeLoad : public LoadDriver {
  public:
-  FakeLoad(FakeEngine& engine, Clock& clock) : engine_(engine), clock_(clock) {}
+  FakeLoad(FakeInstanceDriver& engine, Clock& clock) : instances_(engine), clock_(clock) {}
 
   // Formal loads block from now on, as a long load would, until
   // ReleaseFormal(); with `until_cancelled`, a cancel ends them too (nothing
@@ -184,7 +186,7 @@ class FakeLoad : public LoadDriver {
       r.set_experiment_id(job.experiment_id);
       r.set_phase(job.phase);
       r.set_attempt(job.attempt);
-      r.set_index(i);
+      r.set_request_index(i);
       r.set_sent_ns(1'000'000 + i * 1'000'000);
       r.set_first_token_ns(r.sent_ns() + 2'000'000);
       for (int k = 0; k < out; ++k) r.add_chunk_ns(r.first_token_ns() + k * 1'000'000);
@@ -195,11 +197,12 @@ class FakeLoad : public LoadDriver {
       *r.mutable_load_start() = start;
     }
     {
-      absl::MutexLock lock(&engine_.mu);
-      engine_.counters[v1::SIDE_PREFILL].prompt_tokens += 100 * n;
-      engine_.counters[v1::SIDE_PREFILL].request_success += n;
-      engine_.counters[v1::SIDE_DECODE].generation_tokens += out * n;
-      engine_.counters[v1::SIDE_DECODE].request_success += engine_.decode_drops_requests ? 0 : n;
+      absl::MutexLock lock(&instances_.mu);
+      instances_.counters[v1::SIDE_PREFILL].prompt_tokens += 100 * n;
+      instances_.counters[v1::SIDE_PREFILL].request_success += n;
+      instances_.counters[v1::SIDE_DECODE].generation_tokens += out * n;
+      instances_.counters[v1::SIDE_DECODE].request_success +=
+          instances_.decode_drops_requests ? 0 : n;
     }
     {
       absl::MutexLock lock(&mu);
@@ -243,7 +246,7 @@ class FakeLoad : public LoadDriver {
     return hold_formal_ && hold_until_cancelled_;
   }
 
-  FakeEngine& engine_;
+  FakeInstanceDriver& instances_;
   Clock& clock_;
   absl::Mutex mu;
   std::map<v1::Phase, int64_t> sent;
@@ -312,12 +315,12 @@ workload:
   testing::FakeStore fake_store_;
   testing::FailingStore store_{fake_store_};
   ControlPlane plane_{store_, clock_};
-  FakeEngine engine_;
-  FakeLoad load_{engine_, clock_};
+  FakeInstanceDriver instances_;
+  FakeLoad load_{instances_, clock_};
   NullRunnerMetrics metrics_;
   std::atomic<int> latched_calls_{0};
   StageRunner runner_{
-      plane_.ledger(), engine_, load_, metrics_,
+      plane_.ledger(), instances_, load_, metrics_,
       StageRunner::Options{.log_dir = "/tmp",
                            .drain_poll = absl::Milliseconds(1),
                            .on_latched_error = [this](const absl::Status&) { ++latched_calls_; }}};
@@ -331,8 +334,8 @@ TEST_F(StageRunnerTest, BaseExperimentRunsEveryStage) {
     EXPECT_EQ(s.status(), v1::STAGE_STATUS_SUCCEEDED) << StageLabel(s.name()) << " " << s.error();
     EXPECT_TRUE(s.has_started_at() && s.has_ended_at()) << StageLabel(s.name());
   }
-  EXPECT_EQ(engine_.launches[v1::SIDE_PREFILL], 1);
-  EXPECT_EQ(engine_.launches[v1::SIDE_ROUTER], 1);
+  EXPECT_EQ(instances_.launches[v1::SIDE_PREFILL], 1);
+  EXPECT_EQ(instances_.launches[v1::SIDE_ROUTER], 1);
   EXPECT_EQ(load_.SentIn(v1::PHASE_WARMUP), 6);
   EXPECT_EQ(load_.SentIn(v1::PHASE_CACHE_SEED), 2);
   EXPECT_EQ(e.progress().formal_requests_sent(), 20);
@@ -359,7 +362,7 @@ TEST_F(StageRunnerTest, ConcurrencyDeltaReusesLaunchWarmupAndRoute) {
     EXPECT_EQ(StageOf(e, s).status(), v1::STAGE_STATUS_REUSED) << StageLabel(s);
   }
   EXPECT_EQ(StageOf(e, v1::STAGE_FORMAL_LOAD).status(), v1::STAGE_STATUS_SUCCEEDED);
-  EXPECT_EQ(engine_.launches[v1::SIDE_DECODE], 1);
+  EXPECT_EQ(instances_.launches[v1::SIDE_DECODE], 1);
   EXPECT_EQ(load_.SentIn(v1::PHASE_WARMUP), warmups);
   EXPECT_TRUE(e.progress().has_first_formal_request_delay());
   EXPECT_EQ(e.result().decision().baseline_experiment_id(), base.id());
@@ -372,8 +375,8 @@ TEST_F(StageRunnerTest, DecodeDeltaRelaunchesDecodeOnly) {
   ASSERT_EQ(e.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << e.blocker();
   EXPECT_EQ(StageOf(e, v1::STAGE_LAUNCH_PREFILL).status(), v1::STAGE_STATUS_REUSED);
   EXPECT_EQ(StageOf(e, v1::STAGE_LAUNCH_DECODE).status(), v1::STAGE_STATUS_SUCCEEDED);
-  EXPECT_EQ(engine_.launches[v1::SIDE_PREFILL], 1);
-  EXPECT_EQ(engine_.launches[v1::SIDE_DECODE], 2);
+  EXPECT_EQ(instances_.launches[v1::SIDE_PREFILL], 1);
+  EXPECT_EQ(instances_.launches[v1::SIDE_DECODE], 2);
 }
 
 TEST_F(StageRunnerTest, AnalysisFailureResumesWithoutSendingRequests) {
@@ -396,12 +399,12 @@ TEST_F(StageRunnerTest, AnalysisFailureResumesWithoutSendingRequests) {
 
 TEST_F(StageRunnerTest, PreflightFailureLaunchesNothing) {
   runner_.Start();
-  engine_.binary = "/nonexistent/servelab-sim";
+  instances_.binary = "/nonexistent/servelab-sim";
   v1::Experiment e = WaitFinal(Submit("", {}).id());
   EXPECT_EQ(e.state(), v1::EXPERIMENT_STATE_FAILED);
   EXPECT_EQ(e.failure_class(), v1::NO_REQUESTS_SENT);
   EXPECT_THAT(e.blocker(), HasSubstr("not an executable"));
-  EXPECT_TRUE(engine_.launches.empty());
+  EXPECT_TRUE(instances_.launches.empty());
   EXPECT_EQ(load_.SentIn(v1::PHASE_WARMUP), 0);
 }
 
@@ -430,7 +433,7 @@ TEST_F(StageRunnerTest, LayoutChangedAfterFreezeFailsPreflightBeforeAnyLaunch) {
   EXPECT_EQ(e.failure_class(), v1::NO_REQUESTS_SENT);
   EXPECT_THAT(e.blocker(), HasSubstr("deployment.decode.expert_layout.sha256"));
   EXPECT_EQ(StageOf(e, v1::STAGE_PREFLIGHT).status(), v1::STAGE_STATUS_FAILED);
-  EXPECT_TRUE(engine_.launches.empty());
+  EXPECT_TRUE(instances_.launches.empty());
 }
 
 TEST_F(StageRunnerTest, RecoveryClassifiesAnInterruptedFormalLoad) {
@@ -466,7 +469,7 @@ class StageBodyTest : public StageRunnerTest {
 
   StageEnv Env() {
     return StageEnv{store_,
-                    engine_,
+                    instances_,
                     load_,
                     metrics_,
                     clock_,
@@ -487,26 +490,26 @@ TEST_F(StageBodyTest, RouteVerifyNeedsBothSidesOwnRequestCounters) {
   EXPECT_EQ(ok->at("prefill_requests_delta"), 1);
   EXPECT_EQ(ok->at("decode_requests_delta"), 1);
   // Tokens moved on both sides, but D never counted a request of its own.
-  engine_.decode_drops_requests = true;
+  instances_.decode_drops_requests = true;
   EXPECT_THAT(RouteVerify(env, e_),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("decode by 0 requests")));
 }
 
-TEST_F(StageBodyTest, CacheResetIsConfirmedByAProbeThatNoLongerHits) {
+TEST_F(StageBodyTest, CacheResetIsConfirmedByACheckPromptThatNoLongerHits) {
   StageEnv env = Env();
-  engine_.refuse_resets[v1::SIDE_PREFILL] = 2;  // Answered OK twice, did nothing.
+  instances_.refuse_resets[v1::SIDE_PREFILL] = 2;  // Answered OK twice, did nothing.
   absl::StatusOr<Counters> c = CacheReset(env, e_);
   ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->at("prefill_reset_attempts"), 3);
   EXPECT_EQ(c->at("decode_reset_attempts"), 1);
-  // One probe to cache the prompt, then one after every reset that answered OK.
-  EXPECT_EQ(c->at("prefill_probe_requests"), 4);
-  EXPECT_EQ(c->at("decode_probe_requests"), 2);
+  // One check request to cache the prompt, then one after every reset that answered OK.
+  EXPECT_EQ(c->at("prefill_cache_check_requests"), 4);
+  EXPECT_EQ(c->at("decode_cache_check_requests"), 2);
 }
 
 TEST_F(StageBodyTest, CacheResetRetriesWhileTheEngineIsBusy) {
   StageEnv env = Env();
-  engine_.busy_resets[v1::SIDE_PREFILL] = 3;  // SGLang's /flush_cache answering 400.
+  instances_.busy_resets[v1::SIDE_PREFILL] = 3;  // SGLang's /flush_cache answering 400.
   absl::StatusOr<Counters> c = CacheReset(env, e_);
   ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->at("prefill_reset_attempts"), 4);
@@ -514,7 +517,7 @@ TEST_F(StageBodyTest, CacheResetRetriesWhileTheEngineIsBusy) {
 
 TEST_F(StageBodyTest, CacheResetNeverConfirmedFailsAtTheDeadline) {
   StageEnv env = Env();
-  engine_.refuse_resets[v1::SIDE_PREFILL] = 1 << 30;
+  instances_.refuse_resets[v1::SIDE_PREFILL] = 1 << 30;
   EXPECT_THAT(CacheReset(env, e_), StatusIs(absl::StatusCode::kDeadlineExceeded,
                                             AllOf(HasSubstr("prefill prefix cache not reset"),
                                                   HasSubstr("still hit 32 tokens"))));
@@ -523,34 +526,34 @@ TEST_F(StageBodyTest, CacheResetNeverConfirmedFailsAtTheDeadline) {
 TEST_F(StageBodyTest, CacheResetWaitsForKvBlocksToBeReleased) {
   StageEnv env = Env();
   {
-    absl::MutexLock lock(&engine_.mu);
-    engine_.counters[v1::SIDE_PREFILL].kv_cache_usage = 0.25;  // A NIXL lease.
+    absl::MutexLock lock(&instances_.mu);
+    instances_.counters[v1::SIDE_PREFILL].kv_cache_usage = 0.25;  // A NIXL lease.
   }
   EXPECT_THAT(CacheReset(env, e_),
               StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("KV usage 0.25")));
-  EXPECT_EQ(engine_.reset_calls[v1::SIDE_PREFILL], 0);  // Never reset while leased.
+  EXPECT_EQ(instances_.reset_calls[v1::SIDE_PREFILL], 0);  // Never reset while leased.
   // The lease ends 50 ms (of the clock) after the next reset starts.
   const absl::Time released = clock_.Now() + absl::Milliseconds(50);
-  engine_.on_scrape = [&](v1::Side side, InstanceCounters& c) {
+  instances_.on_scrape = [&](v1::Side side, InstanceCounters& c) {
     if (side == v1::SIDE_PREFILL && clock_.Now() >= released) c.kv_cache_usage = 0;
   };
   EXPECT_THAT(CacheReset(env, e_), IsOk());
   EXPECT_GE(clock_.Now(), released);
-  EXPECT_EQ(engine_.reset_calls[v1::SIDE_PREFILL], 1);
+  EXPECT_EQ(instances_.reset_calls[v1::SIDE_PREFILL], 1);
 }
 
 TEST_F(StageBodyTest, DrainCountsRequestsBetweenThePdQueues) {
   StageEnv env = Env();
   {
-    absl::MutexLock lock(&engine_.mu);
+    absl::MutexLock lock(&instances_.mu);
     // Neither running nor waiting, but still in SGLang's transfer queue.
-    engine_.counters[v1::SIDE_DECODE].requests_in_transfer = 2;
+    instances_.counters[v1::SIDE_DECODE].requests_in_transfer = 2;
   }
   EXPECT_THAT(DrainConfirm(env, e_),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("2 in transfer")));
   {
-    absl::MutexLock lock(&engine_.mu);
-    engine_.counters[v1::SIDE_DECODE].requests_in_transfer = 0;
+    absl::MutexLock lock(&instances_.mu);
+    instances_.counters[v1::SIDE_DECODE].requests_in_transfer = 0;
   }
   EXPECT_THAT(DrainConfirm(env, e_), IsOk());
 }
@@ -569,13 +572,13 @@ TEST_F(StageBodyTest, FormalDeadlineFiresOnTheClock) {
 
 TEST_F(StageBodyTest, DrainTimeoutFiresOnTheClock) {
   {
-    absl::MutexLock lock(&engine_.mu);
-    engine_.counters[v1::SIDE_PREFILL].requests_running = 1;
+    absl::MutexLock lock(&instances_.mu);
+    instances_.counters[v1::SIDE_PREFILL].requests_running = 1;
   }
   StageEnv env = Env();
   const absl::Time start = clock_.Now();
-  EXPECT_THAT(DrainConfirm(env, e_), StatusIs(absl::StatusCode::kFailedPrecondition,
-                                              HasSubstr("SIDE_PREFILL: 1 running")));
+  EXPECT_THAT(DrainConfirm(env, e_),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("prefill: 1 running")));
   // limits.drain_timeout=100ms, polled every drain_poll (1 ms).
   EXPECT_EQ(clock_.Now() - start, absl::Milliseconds(100));
   EXPECT_EQ(clock_.sleeps(), 100);
@@ -583,7 +586,7 @@ TEST_F(StageBodyTest, DrainTimeoutFiresOnTheClock) {
 
 TEST_F(StageBodyTest, CacheResetDeadlineFiresOnTheClock) {
   StageEnv env = Env();
-  engine_.busy_resets[v1::SIDE_DECODE] = 1 << 30;  // Never accepted.
+  instances_.busy_resets[v1::SIDE_DECODE] = 1 << 30;  // Never accepted.
   const absl::Time start = clock_.Now();
   EXPECT_THAT(CacheReset(env, e_), StatusIs(absl::StatusCode::kDeadlineExceeded,
                                             AllOf(HasSubstr("decode prefix cache not reset"),
@@ -668,8 +671,8 @@ TEST_F(StageRunnerTest, CancelDuringTheFormalLoadDrainsThenCancels) {
 TEST_F(StageRunnerTest, LoadEndUnknownHoldsTheLaneUntilTheInstancesDrain) {
   // After the formal load, decode still reports a request running.
   load_.AfterFormal([&] {
-    absl::MutexLock lock(&engine_.mu);
-    engine_.counters[v1::SIDE_DECODE].requests_running = 1;
+    absl::MutexLock lock(&instances_.mu);
+    instances_.counters[v1::SIDE_DECODE].requests_running = 1;
   });
   runner_.Start();
   const std::string a = Submit("", {"limits.drain_timeout=100ms"}).id();
@@ -691,8 +694,8 @@ TEST_F(StageRunnerTest, LoadEndUnknownHoldsTheLaneUntilTheInstancesDrain) {
   EXPECT_EQ(runner_.lane().owner, a);
 
   {
-    absl::MutexLock lock(&engine_.mu);
-    engine_.counters[v1::SIDE_DECODE].requests_running = 0;
+    absl::MutexLock lock(&instances_.mu);
+    instances_.counters[v1::SIDE_DECODE].requests_running = 0;
   }
   EXPECT_EQ(WaitFinal(b).state(), v1::EXPERIMENT_STATE_SUCCEEDED);
   EXPECT_THAT(plane_.Get(a)->blocker(), HasSubstr("instances drained; the lane is free"));
@@ -741,7 +744,8 @@ TEST_P(LatchedWriteTest, AWriteThatKeepsFailingIsLatched) {
     case WriteSite::Path::kBase:
     case WriteSite::Path::kFailingBase:
     case WriteSite::Path::kCancelled:
-      if (site.path == WriteSite::Path::kFailingBase) engine_.binary = "/nonexistent/servelab-sim";
+      if (site.path == WriteSite::Path::kFailingBase)
+        instances_.binary = "/nonexistent/servelab-sim";
       if (site.path == WriteSite::Path::kCancelled) load_.HoldFormal(/*until_cancelled=*/true);
       store_.FailWrites(rule, locked);
       runner_.Start();
@@ -815,7 +819,7 @@ TEST_P(LatchedWriteTest, AWriteThatKeepsFailingIsLatched) {
   absl::StatusOr<v1::Summary> summary = plane_.Summary();
   ASSERT_THAT(summary, IsOk());
   EXPECT_FALSE(summary->serving());
-  EXPECT_THAT(summary->next_step(), HasSubstr("database is locked"));
+  EXPECT_THAT(summary->next_step().reason(), HasSubstr("database is locked"));
 }
 
 INSTANTIATE_TEST_SUITE_P(

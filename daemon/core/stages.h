@@ -17,7 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "daemon/core/clock.h"
-#include "daemon/core/engine.h"
+#include "daemon/core/instance_driver.h"
 #include "daemon/core/load_driver.h"
 #include "daemon/core/runner_metrics.h"
 #include "daemon/core/store.h"
@@ -30,7 +30,7 @@ using Counters = std::map<std::string, double>;
 // What a stage may use. Borrowed; outlives the stage.
 struct StageEnv {
   Store& store;
-  Engine& engine;
+  InstanceDriver& instances;
   LoadDriver& load;
   RunnerMetrics& metrics;
   Clock& clock;
@@ -42,13 +42,14 @@ struct StageEnv {
 
 // Renders prefill, decode and router (against the sides' ports) with the
 // code Launch uses. On error `failed_side` names the side that failed.
-absl::StatusOr<std::vector<LaunchCommand>> RenderDeployment(Engine& engine,
+absl::StatusOr<std::vector<LaunchCommand>> RenderDeployment(InstanceDriver& instances,
                                                             const v1::ExperimentSpec& spec,
                                                             const std::string& log_dir,
                                                             v1::Side* failed_side);
 // The same, as `servelab plan` shows it: one entry per side rendered, or
 // one entry with the error of the first side that cannot be.
-std::vector<v1::RenderedCommand> RenderForPlan(Engine& engine, const v1::ExperimentSpec& spec,
+std::vector<v1::RenderedCommand> RenderForPlan(InstanceDriver& instances,
+                                               const v1::ExperimentSpec& spec,
                                                const std::string& log_dir);
 
 absl::StatusOr<Counters> Preflight(StageEnv& env, const v1::Experiment& e);
@@ -75,9 +76,6 @@ absl::StatusOr<v1::Result> AnalyzeStored(StageEnv& env, const v1::Experiment& e)
 absl::StatusOr<std::optional<v1::Decision>> DecideAgainstBaseline(StageEnv& env,
                                                                   const v1::Experiment& e,
                                                                   const v1::Result& result);
-
-// "prefill", "decode", "router".
-std::string SideLabel(v1::Side side);
 
 // The stored instance of `side`, if any.
 std::optional<v1::ServingInstance> InstanceFor(Store& store, v1::Side side);

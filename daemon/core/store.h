@@ -31,7 +31,7 @@ struct Event {
   absl::Time at;
   // "submitted", "state", "stage", "progress", "spec", "cancelled", ...
   std::string kind;
-  // Human-readable fact, e.g. "EXPERIMENT_STATE_QUEUED -> EXPERIMENT_STATE_CANCELLED".
+  // Human-readable fact, e.g. "queued -> cancelled" (labels as common/labels.h).
   std::string detail;
 };
 

@@ -5,24 +5,24 @@
 
 namespace servelab::engines {
 
-absl::StatusOr<std::unique_ptr<core::Engine>> MakeEngine(v1::Engine kind,
-                                                         const EngineOptions& options) {
+absl::StatusOr<std::unique_ptr<core::InstanceDriver>> MakeEngine(v1::Engine kind,
+                                                                 const EngineOptions& options) {
   switch (kind) {
     case v1::ENGINE_SIM: {
       absl::StatusOr<std::unique_ptr<SimEngine>> sim = SimEngine::Create(options.sim);
       if (!sim.ok()) return sim.status();
-      return std::unique_ptr<core::Engine>(*std::move(sim));
+      return std::unique_ptr<core::InstanceDriver>(*std::move(sim));
     }
     case v1::ENGINE_VLLM:
-      return std::unique_ptr<core::Engine>(
+      return std::unique_ptr<core::InstanceDriver>(
           std::make_unique<VllmEngine>(options.vllm, VllmPlatform::kCuda));
     case v1::ENGINE_VLLM_ASCEND:
-      return std::unique_ptr<core::Engine>(
+      return std::unique_ptr<core::InstanceDriver>(
           std::make_unique<VllmEngine>(options.vllm, VllmPlatform::kAscend));
     case v1::ENGINE_SGLANG:
-      return std::unique_ptr<core::Engine>(std::make_unique<SglangEngine>(options.sglang));
+      return std::unique_ptr<core::InstanceDriver>(std::make_unique<SglangEngine>(options.sglang));
     case v1::ENGINE_COMMAND:
-      return std::unique_ptr<core::Engine>(std::make_unique<CommandEngine>());
+      return std::unique_ptr<core::InstanceDriver>(std::make_unique<CommandEngine>());
     default:
       return absl::InvalidArgumentError(absl::StrCat("deployment.engine: no engine for ",
                                                      v1::Engine_Name(kind),

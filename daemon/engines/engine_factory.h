@@ -1,10 +1,10 @@
-// Builds the core::Engine for a deployment's `engine` kind. The daemon
+// Builds the core::InstanceDriver for a deployment's `engine` kind. The daemon
 // constructs one engine per kind it meets, from its flags:
 //
 //   EngineOptions options;
 //   options.sim.binary = absl::GetFlag(FLAGS_sim_binary);  // default: DefaultSimBinary()
 //   options.sim.time_scale = absl::GetFlag(FLAGS_sim_time_scale);
-//   absl::StatusOr<std::unique_ptr<core::Engine>> engine =
+//   absl::StatusOr<std::unique_ptr<core::InstanceDriver>> engine =
 //       MakeEngine(spec.deployment().engine(), options);
 //
 // One engine per kind rather than one object dispatching per spec because
@@ -18,7 +18,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "daemon/core/engine.h"
+#include "daemon/core/instance_driver.h"
 #include "daemon/engines/sglang_renderer.h"
 #include "daemon/engines/sim_engine.h"
 #include "daemon/engines/vllm_renderer.h"
@@ -34,8 +34,8 @@ struct EngineOptions {
 
 // INVALID_ARGUMENT for ENGINE_UNSPECIFIED or an unknown kind, and for
 // options the engine rejects (a relative sim binary path).
-absl::StatusOr<std::unique_ptr<core::Engine>> MakeEngine(v1::Engine kind,
-                                                         const EngineOptions& options);
+absl::StatusOr<std::unique_ptr<core::InstanceDriver>> MakeEngine(v1::Engine kind,
+                                                                 const EngineOptions& options);
 
 }  // namespace servelab::engines
 

@@ -5,12 +5,12 @@
 
 namespace servelab::engines {
 
-absl::StatusOr<core::Engine*> EngineSet::For(v1::Engine kind) {
+absl::StatusOr<core::InstanceDriver*> EngineSet::For(v1::Engine kind) {
   if (kind == v1::ENGINE_UNSPECIFIED) kind = v1::ENGINE_SIM;
   absl::MutexLock lock(&mu_);
-  std::unique_ptr<core::Engine>& engine = engines_[kind];
+  std::unique_ptr<core::InstanceDriver>& engine = engines_[kind];
   if (engine == nullptr) {
-    absl::StatusOr<std::unique_ptr<core::Engine>> made = MakeEngine(kind, options_);
+    absl::StatusOr<std::unique_ptr<core::InstanceDriver>> made = MakeEngine(kind, options_);
     if (!made.ok()) {
       engines_.erase(kind);
       return made.status();
@@ -23,7 +23,7 @@ absl::StatusOr<core::Engine*> EngineSet::For(v1::Engine kind) {
 absl::StatusOr<core::LaunchCommand> EngineSet::Render(const v1::ExperimentSpec& spec, v1::Side side,
                                                       const core::Endpoints& endpoints,
                                                       const std::string& log_dir) {
-  SERVELAB_ASSIGN_OR_RETURN(core::Engine * engine, For(spec.deployment().engine()));
+  SERVELAB_ASSIGN_OR_RETURN(core::InstanceDriver * engine, For(spec.deployment().engine()));
   SERVELAB_ASSIGN_OR_RETURN(core::LaunchCommand command,
                             engine->Render(spec, side, endpoints, log_dir));
   command.engine = spec.deployment().engine();
@@ -31,50 +31,50 @@ absl::StatusOr<core::LaunchCommand> EngineSet::Render(const v1::ExperimentSpec& 
 }
 
 absl::StatusOr<v1::ServingInstance> EngineSet::Launch(const core::LaunchCommand& command) {
-  SERVELAB_ASSIGN_OR_RETURN(core::Engine * engine, For(command.engine));
+  SERVELAB_ASSIGN_OR_RETURN(core::InstanceDriver * engine, For(command.engine));
   SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance instance, engine->Launch(command));
   instance.set_engine(command.engine);
   return instance;
 }
 
 absl::Status EngineSet::WaitReady(const v1::ServingInstance& instance, absl::Time deadline) {
-  SERVELAB_ASSIGN_OR_RETURN(core::Engine * engine, For(instance.engine()));
+  SERVELAB_ASSIGN_OR_RETURN(core::InstanceDriver * engine, For(instance.engine()));
   return engine->WaitReady(instance, deadline);
 }
 
 bool EngineSet::Alive(const v1::ServingInstance& instance) {
-  absl::StatusOr<core::Engine*> engine = For(instance.engine());
+  absl::StatusOr<core::InstanceDriver*> engine = For(instance.engine());
   return engine.ok() && (*engine)->Alive(instance);
 }
 
 absl::Status EngineSet::Stop(const v1::ServingInstance& instance, absl::Duration grace) {
-  SERVELAB_ASSIGN_OR_RETURN(core::Engine * engine, For(instance.engine()));
+  SERVELAB_ASSIGN_OR_RETURN(core::InstanceDriver * engine, For(instance.engine()));
   return engine->Stop(instance, grace);
 }
 
 absl::StatusOr<core::InstanceCounters> EngineSet::Scrape(const v1::ServingInstance& instance) {
-  SERVELAB_ASSIGN_OR_RETURN(core::Engine * engine, For(instance.engine()));
+  SERVELAB_ASSIGN_OR_RETURN(core::InstanceDriver * engine, For(instance.engine()));
   return engine->Scrape(instance);
 }
 
 absl::Status EngineSet::ResetPrefixCache(const v1::ServingInstance& instance) {
-  SERVELAB_ASSIGN_OR_RETURN(core::Engine * engine, For(instance.engine()));
+  SERVELAB_ASSIGN_OR_RETURN(core::InstanceDriver * engine, For(instance.engine()));
   return engine->ResetPrefixCache(instance);
 }
 
 bool EngineSet::ResetNeedsConfirmation(const v1::ServingInstance& instance) {
-  absl::StatusOr<core::Engine*> engine = For(instance.engine());
+  absl::StatusOr<core::InstanceDriver*> engine = For(instance.engine());
   return !engine.ok() || (*engine)->ResetNeedsConfirmation(instance);
 }
 
-absl::Status EngineSet::SendProbeRequest(const v1::ServingInstance& instance,
-                                         const std::string& prompt) {
-  SERVELAB_ASSIGN_OR_RETURN(core::Engine * engine, For(instance.engine()));
-  return engine->SendProbeRequest(instance, prompt);
+absl::Status EngineSet::SendCacheCheckRequest(const v1::ServingInstance& instance,
+                                              const std::string& prompt) {
+  SERVELAB_ASSIGN_OR_RETURN(core::InstanceDriver * engine, For(instance.engine()));
+  return engine->SendCacheCheckRequest(instance, prompt);
 }
 
 std::string EngineSet::BaseUrl(const v1::ServingInstance& instance) {
-  absl::StatusOr<core::Engine*> engine = For(instance.engine());
+  absl::StatusOr<core::InstanceDriver*> engine = For(instance.engine());
   return engine.ok() ? (*engine)->BaseUrl(instance)
                      : absl::StrCat("http://127.0.0.1:", instance.port());
 }

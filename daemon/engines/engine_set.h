@@ -1,4 +1,4 @@
-// EngineSet: one core::Engine over every engine kind. Render dispatches on
+// EngineSet: one core::InstanceDriver over every engine kind. Render dispatches on
 // the spec's deployment.engine and stamps the kind into the command; Launch
 // records it in the instance, and every later call on that instance goes to
 // the engine that launched it — also after a daemon restart, since the kind
@@ -12,12 +12,12 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "daemon/core/engine.h"
+#include "daemon/core/instance_driver.h"
 #include "daemon/engines/engine_factory.h"
 
 namespace servelab::engines {
 
-class EngineSet : public core::Engine {
+class EngineSet : public core::InstanceDriver {
  public:
   explicit EngineSet(EngineOptions options) : options_(std::move(options)) {}
 
@@ -31,17 +31,17 @@ class EngineSet : public core::Engine {
   absl::StatusOr<core::InstanceCounters> Scrape(const v1::ServingInstance& instance) override;
   absl::Status ResetPrefixCache(const v1::ServingInstance& instance) override;
   bool ResetNeedsConfirmation(const v1::ServingInstance& instance) override;
-  absl::Status SendProbeRequest(const v1::ServingInstance& instance,
-                                const std::string& prompt) override;
+  absl::Status SendCacheCheckRequest(const v1::ServingInstance& instance,
+                                     const std::string& prompt) override;
   std::string BaseUrl(const v1::ServingInstance& instance) override;
 
  private:
   // Instances from before the kind was recorded count as sim.
-  absl::StatusOr<core::Engine*> For(v1::Engine kind);
+  absl::StatusOr<core::InstanceDriver*> For(v1::Engine kind);
 
   const EngineOptions options_;
   absl::Mutex mu_;
-  std::map<v1::Engine, std::unique_ptr<core::Engine>> engines_ ABSL_GUARDED_BY(mu_);
+  std::map<v1::Engine, std::unique_ptr<core::InstanceDriver>> engines_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace servelab::engines

@@ -384,6 +384,83 @@ std::string NormalizeUnderscores(const std::string& key) {
   return out;
 }
 
+using OptionTable = std::vector<std::pair<std::string, Resolved>>;
+
+// The value of a one-value option: `--x=v`, else the next argument (which
+// `i` then moves past). `name` is the option as the error should say it.
+absl::StatusOr<std::string> TakeOneValue(const FlagTable& table, const std::string& name,
+                                         const std::optional<std::string>& explicit_value,
+                                         const std::vector<std::string>& args, size_t& i) {
+  if (explicit_value.has_value()) return *explicit_value;
+  if (i + 1 < args.size() && !LooksLikeOption(args[i + 1])) return args[++i];
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, ": expected one argument (", Context(table), ")"));
+}
+
+// FlexibleArgumentParser's dotted form, `--kv-transfer-config.kv_role X`, is
+// one key of a JSON flag: the canonical name of that JSON flag when `key` is
+// such a form, else nothing.
+std::optional<std::string> DottedJsonParent(const FlagTable& table, const OptionTable& options,
+                                            const std::string& key) {
+  if (!table.underscores_as_dashes || key.find('.') == std::string::npos) return std::nullopt;
+  std::string base = key.substr(0, key.find('.'));
+  std::optional<std::string> no_value;
+  absl::StatusOr<std::optional<Resolved>> parent = Resolve(table, options, base, no_value);
+  if (parent.ok() && parent->has_value() && (*parent)->spec->value == FlagValue::kJson) {
+    return Str((*parent)->spec->name);
+  }
+  return std::nullopt;
+}
+
+// The values of the resolved option args[i] (`i` moves past those taken
+// from the following arguments), checked and appended to `values`.
+absl::Status TakeValues(const FlagTable& table, const Resolved& resolved,
+                        const std::optional<std::string>& explicit_value,
+                        const std::vector<std::string>& args, size_t& i,
+                        std::vector<std::string>& values) {
+  const FlagSpec& spec = *resolved.spec;
+  if (spec.value == FlagValue::kNone || spec.value == FlagValue::kBoolOptional) {
+    if (explicit_value.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(resolved.key, " takes no value, got \"",
+                                                     *explicit_value, "\" (", Context(table), ")"));
+    }
+    return absl::OkStatus();
+  }
+  if (spec.value == FlagValue::kList) {
+    size_t taken = 0;
+    if (explicit_value.has_value()) {
+      if (absl::Status s = CheckValue(table, spec, *explicit_value); !s.ok()) return s;
+      values.push_back(*explicit_value);
+      taken = 1;
+    } else {
+      while (i + 1 < args.size() && !LooksLikeOption(args[i + 1])) {
+        if (absl::Status s = CheckValue(table, spec, args[i + 1]); !s.ok()) return s;
+        values.push_back(args[++i]);
+        ++taken;
+      }
+    }
+    if (taken == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Str(spec.name), ": expected at least one argument (", Context(table), ")"));
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::string> value = TakeOneValue(table, Str(spec.name), explicit_value, args, i);
+  if (!value.ok()) return value.status();
+  if (absl::Status s = CheckValue(table, spec, *value); !s.ok()) return s;
+  values.push_back(*std::move(value));
+  return absl::OkStatus();
+}
+
+absl::Status CheckPositionalCount(const FlagTable& table, const ParsedArgs& parsed) {
+  if (static_cast<int>(parsed.positionals.size()) == table.positionals) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      Context(table), " takes ", table.positionals, " positional argument(s), got ",
+      parsed.positionals.size(),
+      parsed.positionals.empty() ? ""
+                                 : absl::StrCat(": ", absl::StrJoin(parsed.positionals, " "))));
+}
+
 }  // namespace
 
 std::string ParsedArgs::Last(const std::string& flag) const {
@@ -431,7 +508,7 @@ bool IsValidJson(std::string_view text) { return JsonValidator(text).Valid(); }
 
 absl::StatusOr<ParsedArgs> ParseFlags(const FlagTable& table,
                                       const std::vector<std::string>& args) {
-  const std::vector<std::pair<std::string, Resolved>> options = OptionStrings(table);
+  const OptionTable options = OptionStrings(table);
   ParsedArgs parsed;
   bool options_done = false;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -454,80 +531,24 @@ absl::StatusOr<ParsedArgs> ParseFlags(const FlagTable& table,
 
     absl::StatusOr<std::optional<Resolved>> found = Resolve(table, options, key, explicit_value);
     if (!found.ok()) return found.status();
-    if (!found->has_value() && table.underscores_as_dashes && key.find('.') != std::string::npos) {
-      // FlexibleArgumentParser's dotted form, `--kv-transfer-config.kv_role X`:
-      // one key of a JSON flag. Kept under the dotted key as given.
-      std::string base = key.substr(0, key.find('.'));
-      std::optional<std::string> no_value;
-      absl::StatusOr<std::optional<Resolved>> parent = Resolve(table, options, base, no_value);
-      if (parent.ok() && parent->has_value() && (*parent)->spec->value == FlagValue::kJson) {
-        std::string value;
-        if (explicit_value.has_value()) {
-          value = *explicit_value;
-        } else if (i + 1 < args.size() && !LooksLikeOption(args[i + 1])) {
-          value = args[++i];
-        } else {
-          return absl::InvalidArgumentError(
-              absl::StrCat(key, ": expected one argument (", Context(table), ")"));
-        }
-        parsed.flags[absl::StrCat(Str((*parent)->spec->name), key.substr(base.size()))].push_back(
-            value);
+    if (!found->has_value()) {
+      if (std::optional<std::string> parent = DottedJsonParent(table, options, key)) {
+        // Kept under the dotted key as given, after the canonical parent name.
+        absl::StatusOr<std::string> value = TakeOneValue(table, key, explicit_value, args, i);
+        if (!value.ok()) return value.status();
+        parsed.flags[absl::StrCat(*parent, key.substr(key.find('.')))].push_back(*value);
         continue;
       }
-    }
-    if (!found->has_value()) {
       return absl::InvalidArgumentError(
           absl::StrCat(Context(table), " has no flag ", key.empty() ? arg : key));
     }
     const Resolved& resolved = **found;
-    const FlagSpec& spec = *resolved.spec;
     std::vector<std::string>& values = parsed.flags[resolved.key];
-
-    if (spec.value == FlagValue::kNone || spec.value == FlagValue::kBoolOptional) {
-      if (explicit_value.has_value()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            resolved.key, " takes no value, got \"", *explicit_value, "\" (", Context(table), ")"));
-      }
-      continue;
+    if (absl::Status s = TakeValues(table, resolved, explicit_value, args, i, values); !s.ok()) {
+      return s;
     }
-    if (spec.value == FlagValue::kList) {
-      size_t taken = 0;
-      if (explicit_value.has_value()) {
-        if (absl::Status s = CheckValue(table, spec, *explicit_value); !s.ok()) return s;
-        values.push_back(*explicit_value);
-        taken = 1;
-      } else {
-        while (i + 1 < args.size() && !LooksLikeOption(args[i + 1])) {
-          if (absl::Status s = CheckValue(table, spec, args[i + 1]); !s.ok()) return s;
-          values.push_back(args[++i]);
-          ++taken;
-        }
-      }
-      if (taken == 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            Str(spec.name), ": expected at least one argument (", Context(table), ")"));
-      }
-      continue;
-    }
-    std::string value;
-    if (explicit_value.has_value()) {
-      value = *explicit_value;
-    } else if (i + 1 < args.size() && !LooksLikeOption(args[i + 1])) {
-      value = args[++i];
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat(Str(spec.name), ": expected one argument (", Context(table), ")"));
-    }
-    if (absl::Status s = CheckValue(table, spec, value); !s.ok()) return s;
-    values.push_back(std::move(value));
   }
-  if (static_cast<int>(parsed.positionals.size()) != table.positionals) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        Context(table), " takes ", table.positionals, " positional argument(s), got ",
-        parsed.positionals.size(),
-        parsed.positionals.empty() ? ""
-                                   : absl::StrCat(": ", absl::StrJoin(parsed.positionals, " "))));
-  }
+  if (absl::Status s = CheckPositionalCount(table, parsed); !s.ok()) return s;
   return parsed;
 }
 

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/json_quote.h"
-#include "daemon/engines/http_probe.h"
+#include "daemon/engines/http_client.h"
 #include "daemon/engines/process_launcher.h"
 #include "daemon/engines/render_common.h"
 
@@ -60,7 +60,7 @@ std::vector<Process> ProcessesOf(const v1::ServingInstance& instance) {
 
 std::string Describe(const v1::ServingInstance& instance, const Process& p) {
   return absl::StrCat(
-      SideName(instance.side()),
+      SideLabel(instance.side()),
       instance.extra_ranks_size() > 0 ? absl::StrCat(" rank ", p.dp_rank) : std::string(),
       " instance (pid ", p.pid, ", port ", p.port, ")");
 }
@@ -232,7 +232,7 @@ absl::StatusOr<core::InstanceCounters> ProcessEngine::Scrape(const v1::ServingIn
   core::InstanceCounters total;
   for (const Process& p : ProcessesOf(instance)) {
     absl::StatusOr<HttpResponse> r =
-        HttpGet(p.port, protocol_.metrics_path, protocol_.probe_timeout);
+        HttpGet(p.port, protocol_.metrics_path, protocol_.request_timeout);
     if (!r.ok()) return r.status();
     if (r->status != 200) {
       return absl::UnavailableError(absl::StrCat(Describe(instance, p), ": GET ",
@@ -263,7 +263,7 @@ absl::Status ProcessEngine::ResetPrefixCache(const v1::ServingInstance& instance
   }
   for (const Process& p : ProcessesOf(instance)) {
     absl::StatusOr<HttpResponse> r =
-        HttpPost(p.port, protocol_.reset_prefix_cache_path, "", protocol_.probe_timeout);
+        HttpPost(p.port, protocol_.reset_prefix_cache_path, "", protocol_.request_timeout);
     if (!r.ok()) return r.status();
     if (r->status == 404) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -279,8 +279,8 @@ absl::Status ProcessEngine::ResetPrefixCache(const v1::ServingInstance& instance
   return absl::OkStatus();
 }
 
-absl::Status ProcessEngine::SendProbeRequest(const v1::ServingInstance& instance,
-                                             const std::string& prompt) {
+absl::Status ProcessEngine::SendCacheCheckRequest(const v1::ServingInstance& instance,
+                                                  const std::string& prompt) {
   std::string body = "{";
   if (!instance.served_model().empty()) {
     absl::StrAppend(&body, "\"model\":", JsonQuote(instance.served_model()), ",");
@@ -288,7 +288,7 @@ absl::Status ProcessEngine::SendProbeRequest(const v1::ServingInstance& instance
   absl::StrAppend(&body, "\"prompt\":", JsonQuote(prompt), ",\"max_tokens\":1,\"stream\":false}");
   for (const Process& p : ProcessesOf(instance)) {
     absl::StatusOr<HttpResponse> r =
-        HttpPost(p.port, "/v1/completions", body, protocol_.probe_timeout);
+        HttpPost(p.port, "/v1/completions", body, protocol_.request_timeout);
     if (!r.ok()) return r.status();
     if (r->status != 200) {
       return absl::UnavailableError(absl::StrCat(Describe(instance, p),

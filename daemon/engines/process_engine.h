@@ -1,6 +1,6 @@
 // The part of every engine that is the same for sim, vLLM, SGLang and
 // command: serving instances are local processes (process_launcher.h) that
-// speak HTTP on loopback (http_probe.h). What differs between engines is how
+// speak HTTP on loopback (http_client.h). What differs between engines is how
 // argv is rendered (each subclass's Render) and a few protocol details —
 // health path, cache-reset path, metric names — held in a ServingProtocol.
 //
@@ -21,7 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "daemon/core/engine.h"
+#include "daemon/core/instance_driver.h"
 #include "daemon/engines/prometheus_text.h"
 
 namespace servelab::engines {
@@ -49,11 +49,11 @@ struct ServingProtocol {
   std::string metrics_path = "/metrics";
   // POST; empty when the engine has no such endpoint.
   std::string reset_prefix_cache_path = "/reset_prefix_cache";
-  // The reset's 200 proves nothing (vLLM), so it is confirmed by a probe.
+  // The reset's 200 proves nothing (vLLM), so it is confirmed by a cache-check request.
   bool reset_needs_confirmation = true;
   CounterNames counters;
   // Per HTTP exchange (a /metrics scrape of a busy instance can be slow).
-  absl::Duration probe_timeout = absl::Seconds(5);
+  absl::Duration request_timeout = absl::Seconds(5);
 };
 
 // vLLM's (and servelab-sim's) metric names and endpoints; vllm-ascend's too.
@@ -63,7 +63,7 @@ ServingProtocol SglangProtocol();
 
 core::InstanceCounters CountersFromSamples(const MetricSamples& samples, const CounterNames& names);
 
-class ProcessEngine : public core::Engine {
+class ProcessEngine : public core::InstanceDriver {
  public:
   explicit ProcessEngine(ServingProtocol protocol) : protocol_(std::move(protocol)) {}
 
@@ -87,8 +87,8 @@ class ProcessEngine : public core::Engine {
   bool ResetNeedsConfirmation(const v1::ServingInstance& instance) override {
     return protocol_.reset_needs_confirmation;
   }
-  absl::Status SendProbeRequest(const v1::ServingInstance& instance,
-                                const std::string& prompt) override;
+  absl::Status SendCacheCheckRequest(const v1::ServingInstance& instance,
+                                     const std::string& prompt) override;
   std::string BaseUrl(const v1::ServingInstance& instance) override;
 
   const ServingProtocol& protocol() const { return protocol_; }

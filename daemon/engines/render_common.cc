@@ -10,11 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "daemon/core/stages.h"
+#include "common/labels.h"
 
 namespace servelab::engines {
-
-std::string SideName(v1::Side side) { return core::SideLabel(side); }
 
 std::string LoopbackUrl(int port) { return absl::StrCat("http://127.0.0.1:", port); }
 
@@ -40,10 +38,12 @@ absl::StatusOr<const v1::InstanceSpec*> InstanceSpecFor(const v1::ExperimentSpec
                                                         v1::Side side) {
   if (side == v1::SIDE_PREFILL) return &spec.deployment().prefill();
   if (side == v1::SIDE_DECODE) return &spec.deployment().decode();
-  return absl::InvalidArgumentError(absl::StrCat("no instance spec for side ", SideName(side)));
+  return absl::InvalidArgumentError(absl::StrCat("no instance spec for side ", SideLabel(side)));
 }
 
-std::string InstanceFieldPath(v1::Side side) { return absl::StrCat("deployment.", SideName(side)); }
+std::string InstanceFieldPath(v1::Side side) {
+  return absl::StrCat("deployment.", SideLabel(side));
+}
 
 absl::StatusOr<int> ChoosePort(const v1::ExperimentSpec& spec, v1::Side side,
                                const core::Endpoints& endpoints) {
@@ -82,15 +82,15 @@ absl::StatusOr<int> UpstreamPort(const v1::ExperimentSpec& spec, v1::Side upstre
                                         : spec.deployment().decode().port();
   }
   if (port == 0) {
-    return absl::FailedPreconditionError(absl::StrCat("the router needs the ", SideName(upstream),
-                                                      " port: render ", SideName(upstream),
+    return absl::FailedPreconditionError(absl::StrCat("the router needs the ", SideLabel(upstream),
+                                                      " port: render ", SideLabel(upstream),
                                                       " first and pass its port in Endpoints"));
   }
   return port;
 }
 
 std::string LogPathFor(const std::string& log_dir, v1::Side side) {
-  return absl::StrCat(log_dir, "/", SideName(side), ".log");
+  return absl::StrCat(log_dir, "/", SideLabel(side), ".log");
 }
 
 absl::StatusOr<core::LaunchCommand> NewLaunchCommand(const v1::ExperimentSpec& spec, v1::Side side,

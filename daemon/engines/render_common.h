@@ -12,20 +12,19 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "daemon/core/engine.h"
+#include "common/labels.h"
+#include "daemon/core/instance_driver.h"
 #include "daemon/core/launch_command_text.h"
 #include "servelab/v1/experiment.pb.h"
 #include "servelab/v1/spec.pb.h"
 
 namespace servelab::engines {
 
-// "prefill", "decode", "router" (core::SideLabel).
-std::string SideName(v1::Side side);
-// "http://127.0.0.1:PORT".
-std::string LoopbackUrl(int port);
-
 // Binds 127.0.0.1:0, reads the port the kernel chose, closes the socket.
 absl::StatusOr<int> PickFreeLoopbackPort();
+
+// "http://127.0.0.1:PORT".
+std::string LoopbackUrl(int port);
 
 // deployment.prefill / deployment.decode; INVALID_ARGUMENT for other sides.
 absl::StatusOr<const v1::InstanceSpec*> InstanceSpecFor(const v1::ExperimentSpec& spec,

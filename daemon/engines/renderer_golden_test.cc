@@ -27,7 +27,7 @@ using ::testing::HasSubstr;
 
 constexpr char kLogDir[] = "/state/logs/exp-1";
 
-// A P/D MoE deployment in the shape of docs/design.md §1 (8 + 8 cards).
+// A P/D MoE deployment in the shape of docs/design.md §1 (8 + 8 devices).
 v1::ExperimentSpec PdSpec(v1::Engine engine) {
   v1::ExperimentSpec spec;
   EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(

@@ -63,7 +63,7 @@ absl::StatusOr<core::LaunchCommand> SimEngine::Render(const v1::ExperimentSpec& 
   core::LaunchCommand command = *std::move(started);
   command.argv = {options_.binary,
                   "--role",
-                  SideName(side),
+                  SideLabel(side),
                   "--host",
                   "127.0.0.1",
                   "--port",
@@ -97,7 +97,7 @@ absl::StatusOr<core::LaunchCommand> SimEngine::Render(const v1::ExperimentSpec& 
   if (!is.model().empty()) command.argv.insert(command.argv.end(), {"--model", is.model()});
   command.served_model = is.model();
   if (is.max_num_seqs() > 0 || is.max_num_batched_tokens() > 0 || is.max_model_len() > 0) {
-    std::string config_path = absl::StrCat(log_dir, "/", SideName(side), ".sim.yaml");
+    std::string config_path = absl::StrCat(log_dir, "/", SideLabel(side), ".sim.yaml");
     command.argv.insert(command.argv.end(), {"--config", config_path});
     command.files[config_path] = SimConfigYaml(is, side);
   }

@@ -9,7 +9,7 @@
 #include <deque>
 
 #include "daemon/engines/engine_factory.h"
-#include "daemon/engines/http_probe.h"
+#include "daemon/engines/http_client.h"
 #include "daemon/engines/render_common.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/subprocess.h"
@@ -27,10 +27,11 @@ using ::testing::HasSubstr;
 
 constexpr absl::Duration kReadyTimeout = absl::Seconds(30);
 
-std::unique_ptr<core::Engine> MakeSim() {
+std::unique_ptr<core::InstanceDriver> MakeSim() {
   EngineOptions options;
   options.sim = {BinPath("servelab-sim"), 0.01};
-  absl::StatusOr<std::unique_ptr<core::Engine>> engine = MakeEngine(v1::ENGINE_SIM, options);
+  absl::StatusOr<std::unique_ptr<core::InstanceDriver>> engine =
+      MakeEngine(v1::ENGINE_SIM, options);
   EXPECT_THAT(engine, IsOk());
   return engine.ok() ? *std::move(engine) : nullptr;
 }
@@ -52,7 +53,7 @@ v1::ExperimentSpec SimSpec() {
 // Stops every launched instance at the end of a test, even a failing one.
 class Instances {
  public:
-  explicit Instances(core::Engine& engine) : engine_(engine) {}
+  explicit Instances(core::InstanceDriver& engine) : engine_(engine) {}
   ~Instances() {
     for (const v1::ServingInstance& i : list_) (void)engine_.Stop(i, absl::Seconds(5));
   }
@@ -60,12 +61,12 @@ class Instances {
   const v1::ServingInstance& at(size_t i) const { return list_.at(i); }
 
  private:
-  core::Engine& engine_;
+  core::InstanceDriver& engine_;
   std::deque<v1::ServingInstance> list_;
 };
 
 TEST(SimEngineTest, RendersWhatTheSimAccepts) {
-  std::unique_ptr<core::Engine> engine = MakeSim();
+  std::unique_ptr<core::InstanceDriver> engine = MakeSim();
   ASSERT_NE(engine, nullptr);
   absl::StatusOr<core::LaunchCommand> c =
       engine->Render(SimSpec(), v1::SIDE_PREFILL, core::Endpoints{41000, 0, 0}, "/logs");
@@ -92,14 +93,14 @@ TEST(SimEngineTest, RendersWhatTheSimAccepts) {
 
 TEST(SimEngineTest, PrefillDecodeRouterEndToEnd) {
   TempDir dir;
-  std::unique_ptr<core::Engine> engine = MakeSim();
+  std::unique_ptr<core::InstanceDriver> engine = MakeSim();
   ASSERT_NE(engine, nullptr);
   Instances instances(*engine);
   v1::ExperimentSpec spec = SimSpec();
   core::Endpoints endpoints;
 
   for (v1::Side side : {v1::SIDE_PREFILL, v1::SIDE_DECODE, v1::SIDE_ROUTER}) {
-    SCOPED_TRACE(SideName(side));
+    SCOPED_TRACE(SideLabel(side));
     absl::StatusOr<core::LaunchCommand> command = engine->Render(spec, side, endpoints, dir.path());
     ASSERT_THAT(command, IsOk());
     if (side == v1::SIDE_PREFILL) endpoints.prefill_port = command->port;
@@ -156,7 +157,7 @@ TEST(SimEngineTest, PrefillDecodeRouterEndToEnd) {
 
 TEST(SimEngineTest, StopAndNotAlive) {
   TempDir dir;
-  std::unique_ptr<core::Engine> engine = MakeSim();
+  std::unique_ptr<core::InstanceDriver> engine = MakeSim();
   ASSERT_NE(engine, nullptr);
   absl::StatusOr<core::LaunchCommand> command =
       engine->Render(SimSpec(), v1::SIDE_DECODE, core::Endpoints{}, dir.path());
@@ -173,7 +174,7 @@ TEST(SimEngineTest, StopAndNotAlive) {
 
 TEST(SimEngineTest, ExitingProcessIsFailedPreconditionWithLogTail) {
   TempDir dir;
-  std::unique_ptr<core::Engine> engine = MakeSim();
+  std::unique_ptr<core::InstanceDriver> engine = MakeSim();
   ASSERT_NE(engine, nullptr);
   v1::ExperimentSpec spec = SimSpec();
   spec.mutable_deployment()->mutable_prefill()->add_extra_args("--no-such-flag");
@@ -191,7 +192,7 @@ TEST(SimEngineTest, ExitingProcessIsFailedPreconditionWithLogTail) {
 
 TEST(SimEngineTest, NotReadyByDeadline) {
   TempDir dir;
-  std::unique_ptr<core::Engine> engine = MakeSim();
+  std::unique_ptr<core::InstanceDriver> engine = MakeSim();
   ASSERT_NE(engine, nullptr);
   Instances instances(*engine);
   // A process that lives but never listens.
@@ -212,7 +213,8 @@ TEST(SimEngineTest, NotReadyByDeadline) {
 TEST(SimEngineTest, BadBinary) {
   EngineOptions options;
   options.sim = {"/nonexistent/servelab-sim", 0.01};
-  absl::StatusOr<std::unique_ptr<core::Engine>> engine = MakeEngine(v1::ENGINE_SIM, options);
+  absl::StatusOr<std::unique_ptr<core::InstanceDriver>> engine =
+      MakeEngine(v1::ENGINE_SIM, options);
   ASSERT_THAT(engine, IsOk());
   // Found in preflight (Render), before anything is launched.
   EXPECT_THAT(

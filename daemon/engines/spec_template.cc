@@ -142,7 +142,7 @@ std::map<std::string, std::string> TemplateVariables(const v1::ExperimentSpec& s
                                                      int port, const core::Endpoints& endpoints,
                                                      const std::string& log_dir) {
   std::map<std::string, std::string> vars = {
-      {"port", absl::StrCat(port)}, {"side", SideName(side)}, {"log_dir", log_dir}};
+      {"port", absl::StrCat(port)}, {"side", SideLabel(side)}, {"log_dir", log_dir}};
   auto known = [&](const char* name, int endpoint_port, int spec_port, v1::Side of) {
     int p = of == side ? port : (endpoint_port != 0 ? endpoint_port : spec_port);
     if (p == 0) return;

@@ -22,7 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "daemon/core/engine.h"
+#include "daemon/core/instance_driver.h"
 #include "servelab/v1/spec.pb.h"
 
 namespace servelab::engines {

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "daemon/core/engine.h"
+#include "daemon/core/instance_driver.h"
 #include "daemon/engines/vllm_renderer.h"
 #include "servelab/v1/spec.pb.h"
 

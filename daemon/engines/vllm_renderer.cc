@@ -159,7 +159,7 @@ absl::StatusOr<core::LaunchCommand> RenderVllm(const v1::ExperimentSpec& spec, v
     core::RankCommand& rank = command.extra_ranks.emplace_back();
     rank.dp_rank = r;
     SERVELAB_ASSIGN_OR_RETURN(rank.port, next_port(r));
-    rank.log_path = absl::StrCat(log_dir, "/", SideName(side), ".rank", r, ".log");
+    rank.log_path = absl::StrCat(log_dir, "/", SideLabel(side), ".rank", r, ".log");
     SERVELAB_RETURN_IF_ERROR(RenderServe(spec, side, args, platform, rank.port, r, ranks, rpc_port,
                                          rank.argv, rank.env));
   }

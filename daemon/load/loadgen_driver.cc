@@ -45,7 +45,7 @@ absl::StatusOr<Prepared> Prepare(const core::LoadJob& job) {
       p.concurrency = std::max<int>(1, std::min<int>(workload.concurrency(), p.prompts.size()));
       break;
     }
-    case v1::PHASE_PROBE: {
+    case v1::PHASE_ROUTE_VERIFY: {
       v1::WarmupSpec one = spec.deployment().warmup();
       one.set_requests(1);
       SERVELAB_ASSIGN_OR_RETURN(p.prompts, loadgen::BuildWarmupPrompts(workload.dataset(), one));

@@ -1,6 +1,6 @@
 // LoadgenDriver: the daemon's core::LoadDriver over loadgen/ — prompts from
 // the spec's dataset, arrivals from its workload, sent by the async HTTP
-// runner. Warmup, cache seed, route probe and formal load all go through it.
+// runner. Warmup, cache seed, route check and formal load all go through it.
 // Thread-safe (each Run uses its own runner).
 #ifndef SERVELAB_DAEMON_LOAD_LOADGEN_DRIVER_H_
 #define SERVELAB_DAEMON_LOAD_LOADGEN_DRIVER_H_

@@ -130,12 +130,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& opti
   }
   engine_options.vllm.proxy_script = options.proxy_script;
   engine_options.vllm.ascend_proxy_script = options.ascend_proxy_script;
-  daemon->engine_ = std::make_unique<engines::EngineSet>(engine_options);
+  daemon->instances_ = std::make_unique<engines::EngineSet>(engine_options);
   daemon->load_driver_ = std::make_unique<load::LoadgenDriver>();
   const std::string log_dir = absl::StrCat(state_dir, "/logs");
   SERVELAB_RETURN_IF_ERROR(MakeStateDir(log_dir));
   daemon->runner_ = std::make_unique<core::StageRunner>(
-      daemon->control_plane_->ledger(), *daemon->engine_, *daemon->load_driver_, *daemon->metrics_,
+      daemon->control_plane_->ledger(), *daemon->instances_, *daemon->load_driver_,
+      *daemon->metrics_,
       core::StageRunner::Options{
           .log_dir = log_dir,
           .on_latched_error = [d = daemon.get()](const absl::Status& e) { d->OnLatchedError(e); }});

@@ -35,7 +35,7 @@
 #include "absl/time/time.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/control_plane.h"
-#include "daemon/core/engine.h"
+#include "daemon/core/instance_driver.h"
 #include "daemon/core/load_driver.h"
 #include "daemon/core/stage_runner.h"
 #include "daemon/core/store.h"
@@ -121,7 +121,7 @@ class Daemon {
   std::unique_ptr<core::Store> store_;
   std::unique_ptr<core::ControlPlane> control_plane_;
   std::unique_ptr<Metrics> metrics_;
-  std::unique_ptr<core::Engine> engine_;
+  std::unique_ptr<core::InstanceDriver> instances_;
   std::unique_ptr<core::LoadDriver> load_driver_;
   std::unique_ptr<core::StageRunner> runner_;
   std::unique_ptr<ServeLabService> service_;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "common/labels.h"
 #include "daemon/service/logging.h"
 
 namespace servelab::service {
@@ -85,7 +86,25 @@ Metrics::Metrics(core::ControlPlane& control_plane)
                        .Name("servelab_stage_reuse_total")
                        .Help("Stages reused from the hot deployment, by stage.")
                        .Register(*registry_)),
-      experiments_(std::make_shared<ExperimentsCollector>(control_plane)) {}
+      experiments_(std::make_shared<ExperimentsCollector>(control_plane)) {
+  // Every label value known in advance starts at 0. A series that first
+  // appears at 1 has no earlier sample, so rate() and increase() in
+  // Prometheus (and the dashboard's panels) would never count that first
+  // event: the first reuse, launch or run of a stage after a daemon start.
+  for (int i = v1::StageName_MIN; i <= v1::StageName_MAX; ++i) {
+    if (!v1::StageName_IsValid(i) || i == v1::STAGE_UNSPECIFIED) continue;
+    const std::string stage = StageLabel(static_cast<v1::StageName>(i));
+    stage_duration_.Add({{"stage", stage}, {"action", ActionLabel(v1::STAGE_ACTION_RUN)}},
+                        LatencyBuckets());
+    stage_reuse_.Add({{"stage", stage}});
+  }
+  for (const char* outcome : {"sent", "completed", "failed"}) {
+    formal_requests_.Add({{"outcome", outcome}});
+  }
+  for (v1::Side side : {v1::SIDE_PREFILL, v1::SIDE_DECODE, v1::SIDE_ROUTER}) {
+    instance_launches_.Add({{"side", SideLabel(side)}});
+  }
+}
 
 // From 1 ms (a reused hot deployment) to an hour (a cold launch).
 prometheus::Histogram::BucketBoundaries Metrics::LatencyBuckets() {

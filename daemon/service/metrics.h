@@ -18,8 +18,11 @@
 //   metrics.RecordRpc("GetExperiment", absl::StatusCode::kNotFound);
 //
 // One shared Registry outlives the Exposer; families are built once in the
-// constructor. prometheus-cpp throws when it cannot bind: Listen() catches
-// that and returns UNAVAILABLE. Thread-safe.
+// constructor, with every label value known in advance (each stage's "run"
+// duration and reuse count, the three outcomes, the three sides) at 0, so
+// Prometheus's rate() and increase() see their first event. prometheus-cpp
+// throws when it cannot bind: Listen() catches that and returns
+// UNAVAILABLE. Thread-safe.
 #ifndef SERVELAB_DAEMON_SERVICE_METRICS_H_
 #define SERVELAB_DAEMON_SERVICE_METRICS_H_
 

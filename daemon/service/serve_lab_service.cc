@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/labels.h"
 #include "daemon/service/logging.h"
 #include "daemon/service/status_mapping.h"
 
@@ -75,7 +76,7 @@ class ServeLabService::WatchReactor : public grpc::ServerWriteReactor<v1::Experi
     writing_ = false;
     if (!ok) {
       FinishLocked(absl::CancelledError("the stream broke"));
-    } else if (core::IsFinal(last_written_state_)) {
+    } else if (IsFinal(last_written_state_)) {
       FinishLocked(absl::OkStatus());
     } else {
       MaybeWriteLocked();
@@ -275,7 +276,10 @@ grpc::ServerUnaryReactor* ServeLabService::GetSummary(grpc::CallbackServerContex
     // Not serving while recovering or shutting down, and once the control
     // plane refuses work (its next_step then says why).
     if (!serving_ && reply->serving()) {
-      reply->set_next_step("servelabd is recovering (or shutting down): retry in a moment");
+      v1::NextStep& next = *reply->mutable_next_step();
+      next.Clear();
+      next.set_action(v1::NextStep::RETRY);
+      next.set_reason("servelabd is recovering (or shutting down)");
     }
     reply->set_serving(serving_ && reply->serving());
   }

@@ -133,10 +133,10 @@ TEST_F(CliIntegrationTest, SubmitDeltaStatusAndRestart) {
   v1::Experiment base = SubmitJson({"-f", Example("16k-nocache.yaml")});
   ASSERT_FALSE(base.id().empty());
   EXPECT_EQ(base.state(), v1::EXPERIMENT_STATE_QUEUED);
-  EXPECT_TRUE(base.parent_id().empty());
+  EXPECT_TRUE(base.base_id().empty());
 
   v1::Experiment delta = SubmitJson({"--base", base.id(), "--set", "workload.concurrency=96"});
-  EXPECT_EQ(delta.parent_id(), base.id());
+  EXPECT_EQ(delta.base_id(), base.id());
   ASSERT_EQ(delta.changes_size(), 1);
   EXPECT_EQ(delta.changes(0).path(), "workload.concurrency");
   EXPECT_EQ(delta.changes(0).old_value(), "128");
@@ -145,7 +145,7 @@ TEST_F(CliIntegrationTest, SubmitDeltaStatusAndRestart) {
 
   // The JSON keeps proto field names and enum names.
   RunResult raw = Cli({"status", delta.id(), "-o", "json"});
-  EXPECT_THAT(raw.out, HasSubstr("\"parent_id\""));
+  EXPECT_THAT(raw.out, HasSubstr("\"base_id\""));
   EXPECT_THAT(raw.out, HasSubstr("\"EXPERIMENT_STATE_QUEUED\""));
   v1::Experiment base_before = StatusJson(base.id());
   v1::Experiment delta_before = StatusJson(delta.id());
@@ -154,7 +154,7 @@ TEST_F(CliIntegrationTest, SubmitDeltaStatusAndRestart) {
   // Human status: the facts first.
   RunResult text = Cli({"status", delta.id()});
   EXPECT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_THAT(text.out, HasSubstr("QUEUED"));
+  EXPECT_THAT(text.out, HasSubstr("queued"));
   EXPECT_THAT(text.out, HasSubstr("0 sent / 640 planned"));
   EXPECT_THAT(text.out, HasSubstr("workload.concurrency: 128 → 96"));
 
@@ -253,7 +253,7 @@ TEST_F(CliIntegrationTest, WatchWaitAndCancel) {
       WaitFor([&] { return !ReadFile(dir_.File("watch.out")).empty(); }, absl::Seconds(20)));
   RunResult cancel = Cli({"cancel", e.id()});
   EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
-  EXPECT_THAT(cancel.out, HasSubstr("CANCELLED"));
+  EXPECT_THAT(cancel.out, HasSubstr("cancelled"));
   EXPECT_EQ(watch.Wait(absl::Seconds(20)), 0) << ReadFile(dir_.File("watch.err"));
   std::string lines = ReadFile(dir_.File("watch.out"));
   EXPECT_THAT(lines, HasSubstr("EXPERIMENT_STATE_QUEUED"));
@@ -261,7 +261,7 @@ TEST_F(CliIntegrationTest, WatchWaitAndCancel) {
 
   RunResult done = Cli({"wait", e.id(), "--until", "done"});
   EXPECT_EQ(done.exit_code, kExitNotReached) << done.err;
-  EXPECT_THAT(done.err, HasSubstr("CANCELLED"));
+  EXPECT_THAT(done.err, HasSubstr("cancelled"));
   RunResult again = Cli({"cancel", e.id()});
   EXPECT_EQ(again.exit_code, kExitFailedPrecondition) << again.err;
   EXPECT_THAT(again.err, HasSubstr("error: FAILED_PRECONDITION:"));

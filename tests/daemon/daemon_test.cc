@@ -143,7 +143,7 @@ TEST(DaemonTest, ALatchedLedgerErrorTurnsHealthNotServing) {
   v1::Summary summary;
   ASSERT_TRUE(stub->GetSummary(&context, {}, &summary).ok());
   EXPECT_FALSE(summary.serving());
-  EXPECT_THAT(summary.next_step(), HasSubstr("disk I/O error (test)"));
+  EXPECT_THAT(summary.next_step().reason(), HasSubstr("disk I/O error (test)"));
   (*daemon)->Shutdown(absl::Seconds(1));
 }
 

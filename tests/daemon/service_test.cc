@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "common/labels.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/control_plane.h"
 #include "daemon/service/metrics.h"
@@ -166,7 +167,7 @@ TEST_F(ServiceTest, DeltaRecordsParentAndChanges) {
   v1::Experiment delta;
   grpc::Status status = Submit(request, &delta);
   ASSERT_TRUE(status.ok()) << status.error_message();
-  EXPECT_EQ(delta.parent_id(), base.id());
+  EXPECT_EQ(delta.base_id(), base.id());
   ASSERT_EQ(delta.changes_size(), 1);
   EXPECT_EQ(delta.changes(0).path(), "workload.concurrency");
   EXPECT_EQ(delta.changes(0).old_value(), "128");
@@ -228,7 +229,7 @@ TEST_F(ServiceTest, WatchSendsCurrentThenChangesUntilFinal) {
   v1::Experiment cancelled;
   ASSERT_TRUE(Cancel(experiment.id(), &cancelled).ok());
   while (reader->Read(&update)) {
-    if (core::IsFinal(update.state())) break;
+    if (IsFinal(update.state())) break;
   }
   EXPECT_EQ(update.state(), v1::EXPERIMENT_STATE_CANCELLED);
   EXPECT_FALSE(reader->Read(&update));
@@ -378,7 +379,7 @@ TEST_F(ServiceTest, ALatchedLedgerErrorRefusesWorkAndSummarySaysWhy) {
   v1::Summary summary;
   ASSERT_TRUE(stub_->GetSummary(&context, v1::GetSummaryRequest(), &summary).ok());
   EXPECT_FALSE(summary.serving());
-  EXPECT_THAT(summary.next_step(),
+  EXPECT_THAT(summary.next_step().reason(),
               AllOf(HasSubstr("cache_seed succeeded"), HasSubstr("restart servelabd")));
   control_plane_->SetExecutor(nullptr);
 }
@@ -388,7 +389,8 @@ TEST_F(ServiceTest, SummaryWhileRecoveringSaysSo) {
   v1::Summary summary;
   ASSERT_TRUE(stub_->GetSummary(&context, v1::GetSummaryRequest(), &summary).ok());
   EXPECT_FALSE(summary.serving());
-  EXPECT_THAT(summary.next_step(), HasSubstr("recovering"));
+  EXPECT_EQ(summary.next_step().action(), v1::NextStep::RETRY);
+  EXPECT_THAT(summary.next_step().reason(), HasSubstr("recovering"));
 }
 
 TEST(StatusMappingTest, EveryCodeRoundTrips) {

@@ -95,7 +95,7 @@ TEST_P(ServelabLoadFileTest, ExactLengthsBothWindowsLagAndAnalyzeReproduces) {
                       "16",
                       "--seed",
                       "3",
-                      "--cards",
+                      "--device-count",
                       "2",
                       "--out",
                       out,
@@ -113,7 +113,7 @@ TEST_P(ServelabLoadFileTest, ExactLengthsBothWindowsLagAndAnalyzeReproduces) {
   EXPECT_EQ(result.whole().requests_failed(), 0);
   EXPECT_EQ(result.whole().output_tokens(), 30 * 16);
   EXPECT_GT(result.whole().duration_seconds(), 0);
-  EXPECT_NEAR(result.whole().output_tokens_per_second_per_card(),
+  EXPECT_NEAR(result.whole().output_tokens_per_second_per_device(),
               result.whole().output_tokens_per_second() / 2, 1e-9);
   EXPECT_EQ(result.steady().name(), "steady");
   EXPECT_EQ(result.steady().steady_min_inflight(), 6);

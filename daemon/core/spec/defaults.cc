@@ -50,7 +50,7 @@ void ApplyDefaults(v1::ExperimentSpec& spec) {
   }
   if (analysis.steady_min_inflight_fraction() == 0) analysis.set_steady_min_inflight_fraction(0.95);
   v1::DecisionRule& decision = *analysis.mutable_decision();
-  if (decision.metric().empty()) decision.set_metric("output_tokens_per_second_per_card");
+  if (decision.metric().empty()) decision.set_metric("output_tokens_per_second_per_device");
   if (decision.window() == v1::WINDOW_UNSPECIFIED) decision.set_window(v1::WINDOW_WHOLE);
   if (decision.min_improvement() == 0) decision.set_min_improvement(0.01);
 

@@ -113,6 +113,116 @@ absl::Status AssignMessageText(Message& target, const FieldDescriptor& field,
       absl::StrCat(path, ": is a group of fields (", FieldNames(type), "); set one of them"));
 }
 
+// The Assign* functions below store one scalar text into `field` of
+// `message` for AssignText: into the singular field, as a new last element
+// (index kAppend) or into list element `index` (already range-checked).
+
+absl::Status AssignInteger(Message& message, const FieldDescriptor& field, int index,
+                           absl::string_view text, const std::string& path) {
+  const Reflection& r = *message.GetReflection();
+  const bool repeated = field.is_repeated(), append = index == kAppend;
+  int64_t v;
+  if (!absl::SimpleAtoi(text, &v)) return TypeError(field, path, Quoted(text));
+  if (field.cpp_type() == FieldDescriptor::CPPTYPE_INT32) {
+    if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": ", v, " is out of range"));
+    }
+    auto v32 = static_cast<int32_t>(v);
+    if (!repeated)
+      r.SetInt32(&message, &field, v32);
+    else if (append)
+      r.AddInt32(&message, &field, v32);
+    else
+      r.SetRepeatedInt32(&message, &field, index, v32);
+  } else {
+    if (!repeated)
+      r.SetInt64(&message, &field, v);
+    else if (append)
+      r.AddInt64(&message, &field, v);
+    else
+      r.SetRepeatedInt64(&message, &field, index, v);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AssignDouble(Message& message, const FieldDescriptor& field, int index,
+                          absl::string_view text, const std::string& path) {
+  const Reflection& r = *message.GetReflection();
+  const bool repeated = field.is_repeated(), append = index == kAppend;
+  double v;
+  if (!absl::SimpleAtod(text, &v) || !std::isfinite(v)) {
+    return TypeError(field, path, Quoted(text));
+  }
+  if (field.cpp_type() == FieldDescriptor::CPPTYPE_FLOAT) {
+    return absl::InternalError(absl::StrCat(path, ": float fields are not used in specs"));
+  }
+  if (!repeated)
+    r.SetDouble(&message, &field, v);
+  else if (append)
+    r.AddDouble(&message, &field, v);
+  else
+    r.SetRepeatedDouble(&message, &field, index, v);
+  return absl::OkStatus();
+}
+
+absl::Status AssignBool(Message& message, const FieldDescriptor& field, int index,
+                        absl::string_view text, const std::string& path) {
+  const Reflection& r = *message.GetReflection();
+  const bool repeated = field.is_repeated(), append = index == kAppend;
+  bool v;
+  if (!ParseBool(text, &v)) return TypeError(field, path, Quoted(text));
+  if (!repeated)
+    r.SetBool(&message, &field, v);
+  else if (append)
+    r.AddBool(&message, &field, v);
+  else
+    r.SetRepeatedBool(&message, &field, index, v);
+  return absl::OkStatus();
+}
+
+absl::Status AssignString(Message& message, const FieldDescriptor& field, int index,
+                          absl::string_view text) {
+  const Reflection& r = *message.GetReflection();
+  const bool repeated = field.is_repeated(), append = index == kAppend;
+  std::string v(text);
+  if (!repeated)
+    r.SetString(&message, &field, v);
+  else if (append)
+    r.AddString(&message, &field, v);
+  else
+    r.SetRepeatedString(&message, &field, index, v);
+  return absl::OkStatus();
+}
+
+absl::Status AssignEnum(Message& message, const FieldDescriptor& field, int index,
+                        absl::string_view text, const std::string& path) {
+  const Reflection& r = *message.GetReflection();
+  const bool repeated = field.is_repeated(), append = index == kAppend;
+  const EnumValueDescriptor* v = FindEnumValue(*field.enum_type(), text);
+  if (v == nullptr) return TypeError(field, path, Quoted(text));
+  if (!repeated)
+    r.SetEnum(&message, &field, v);
+  else if (append)
+    r.AddEnum(&message, &field, v);
+  else
+    r.SetRepeatedEnum(&message, &field, index, v);
+  return absl::OkStatus();
+}
+
+// A Duration or FileRef from its text; an element appended for it is taken
+// off again when the text is bad, so a failed `+=` leaves the list as it was.
+absl::Status AssignMessage(Message& message, const FieldDescriptor& field, int index,
+                           absl::string_view text, const std::string& path) {
+  const Reflection& r = *message.GetReflection();
+  const bool repeated = field.is_repeated(), append = index == kAppend;
+  Message* target = !repeated ? r.MutableMessage(&message, &field)
+                    : append  ? r.AddMessage(&message, &field)
+                              : r.MutableRepeatedMessage(&message, &field, index);
+  absl::Status status = AssignMessageText(*target, field, text, path);
+  if (!status.ok() && append) r.RemoveLast(&message, &field);
+  return status;
+}
+
 }  // namespace
 
 std::string ExpectedType(const FieldDescriptor& field) {
@@ -154,94 +264,24 @@ absl::Status AssignText(Message& message, const FieldDescriptor& field, int inde
         absl::StrCat(path, ": index ", index, " out of range (the list has ",
                      r.FieldSize(message, &field), " elements); append with +="));
   }
-  const bool append = index == kAppend;
-
   switch (field.cpp_type()) {
     case FieldDescriptor::CPPTYPE_INT32:
-    case FieldDescriptor::CPPTYPE_INT64: {
-      int64_t v;
-      if (!absl::SimpleAtoi(text, &v)) return TypeError(field, path, Quoted(text));
-      if (field.cpp_type() == FieldDescriptor::CPPTYPE_INT32) {
-        if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
-          return absl::InvalidArgumentError(absl::StrCat(path, ": ", v, " is out of range"));
-        }
-        auto v32 = static_cast<int32_t>(v);
-        if (!repeated)
-          r.SetInt32(&message, &field, v32);
-        else if (append)
-          r.AddInt32(&message, &field, v32);
-        else
-          r.SetRepeatedInt32(&message, &field, index, v32);
-      } else {
-        if (!repeated)
-          r.SetInt64(&message, &field, v);
-        else if (append)
-          r.AddInt64(&message, &field, v);
-        else
-          r.SetRepeatedInt64(&message, &field, index, v);
-      }
-      return absl::OkStatus();
-    }
+    case FieldDescriptor::CPPTYPE_INT64:
+      return AssignInteger(message, field, index, text, path);
     case FieldDescriptor::CPPTYPE_UINT32:
     case FieldDescriptor::CPPTYPE_UINT64:
       return absl::InternalError(absl::StrCat(path, ": unsigned fields are not used in specs"));
     case FieldDescriptor::CPPTYPE_DOUBLE:
-    case FieldDescriptor::CPPTYPE_FLOAT: {
-      double v;
-      if (!absl::SimpleAtod(text, &v) || !std::isfinite(v)) {
-        return TypeError(field, path, Quoted(text));
-      }
-      if (field.cpp_type() == FieldDescriptor::CPPTYPE_FLOAT) {
-        return absl::InternalError(absl::StrCat(path, ": float fields are not used in specs"));
-      }
-      if (!repeated)
-        r.SetDouble(&message, &field, v);
-      else if (append)
-        r.AddDouble(&message, &field, v);
-      else
-        r.SetRepeatedDouble(&message, &field, index, v);
-      return absl::OkStatus();
-    }
-    case FieldDescriptor::CPPTYPE_BOOL: {
-      bool v;
-      if (!ParseBool(text, &v)) return TypeError(field, path, Quoted(text));
-      if (!repeated)
-        r.SetBool(&message, &field, v);
-      else if (append)
-        r.AddBool(&message, &field, v);
-      else
-        r.SetRepeatedBool(&message, &field, index, v);
-      return absl::OkStatus();
-    }
-    case FieldDescriptor::CPPTYPE_STRING: {
-      std::string v(text);
-      if (!repeated)
-        r.SetString(&message, &field, v);
-      else if (append)
-        r.AddString(&message, &field, v);
-      else
-        r.SetRepeatedString(&message, &field, index, v);
-      return absl::OkStatus();
-    }
-    case FieldDescriptor::CPPTYPE_ENUM: {
-      const EnumValueDescriptor* v = FindEnumValue(*field.enum_type(), text);
-      if (v == nullptr) return TypeError(field, path, Quoted(text));
-      if (!repeated)
-        r.SetEnum(&message, &field, v);
-      else if (append)
-        r.AddEnum(&message, &field, v);
-      else
-        r.SetRepeatedEnum(&message, &field, index, v);
-      return absl::OkStatus();
-    }
-    case FieldDescriptor::CPPTYPE_MESSAGE: {
-      Message* target = !repeated ? r.MutableMessage(&message, &field)
-                        : append  ? r.AddMessage(&message, &field)
-                                  : r.MutableRepeatedMessage(&message, &field, index);
-      absl::Status status = AssignMessageText(*target, field, text, path);
-      if (!status.ok() && append) r.RemoveLast(&message, &field);
-      return status;
-    }
+    case FieldDescriptor::CPPTYPE_FLOAT:
+      return AssignDouble(message, field, index, text, path);
+    case FieldDescriptor::CPPTYPE_BOOL:
+      return AssignBool(message, field, index, text, path);
+    case FieldDescriptor::CPPTYPE_STRING:
+      return AssignString(message, field, index, text);
+    case FieldDescriptor::CPPTYPE_ENUM:
+      return AssignEnum(message, field, index, text, path);
+    case FieldDescriptor::CPPTYPE_MESSAGE:
+      return AssignMessage(message, field, index, text, path);
   }
   return absl::InternalError(absl::StrCat(path, ": unhandled field type"));
 }

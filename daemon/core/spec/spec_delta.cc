@@ -118,7 +118,7 @@ absl::Status ApplySet(Message& spec, absl::string_view assignment) {
   size_t eq = assignment.find('=');
   if (eq == absl::string_view::npos || eq == 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--set \"", assignment, "\": expected PATH=VALUE or PATH+=VALUE"));
+        absl::StrCat("\"", assignment, "\": expected PATH=VALUE or PATH+=VALUE"));
   }
   bool append = assignment[eq - 1] == '+';
   absl::string_view path_text = assignment.substr(0, append ? eq - 1 : eq);

@@ -84,13 +84,20 @@ void CheckDuration(Problems& p, const std::string& path, const google::protobuf:
   if (d.seconds() < 0 || d.nanos() < 0) p.Add(path, "must not be negative");
 }
 
-}  // namespace
+// Paths the daemon executes (or passes) as is: no shell, no PATH lookup.
+void CheckProgramPaths(Problems& p, const v1::ProgramsSpec& programs) {
+  const std::pair<const char*, const std::string*> program_paths[] = {
+      {"deployment.programs.vllm_binary", &programs.vllm_binary()},
+      {"deployment.programs.python_binary", &programs.python_binary()},
+      {"deployment.programs.proxy_script", &programs.proxy_script()}};
+  for (const auto& [path, value] : program_paths) {
+    if (!value->empty() && (*value)[0] != '/') {
+      p.Add(path, "must be an absolute path, got \"", *value, "\"");
+    }
+  }
+}
 
-absl::Status ValidateSpec(const v1::ExperimentSpec& spec) {
-  Problems p;
-  if (spec.scenario().empty()) p.Add("scenario", "required (it groups comparable experiments)");
-
-  const v1::DeploymentSpec& deployment = spec.deployment();
+void CheckDeployment(Problems& p, const v1::DeploymentSpec& deployment) {
   CheckSide(p, "deployment.prefill", deployment.prefill(), deployment.engine());
   CheckSide(p, "deployment.decode", deployment.decode(), deployment.engine());
   for (int d : deployment.decode().devices()) {
@@ -110,27 +117,34 @@ absl::Status ValidateSpec(const v1::ExperimentSpec& spec) {
   CheckPort(p, "deployment.kv_transfer.kv_port", kv.kv_port());
   CheckPort(p, "deployment.kv_transfer.bootstrap_port", kv.bootstrap_port());
   NonNegative(p, "deployment.ascend.hccl_buffsize", deployment.ascend().hccl_buffsize());
-  const v1::ProgramsSpec& programs = deployment.programs();
-  const std::pair<const char*, const std::string*> program_paths[] = {
-      {"deployment.programs.vllm_binary", &programs.vllm_binary()},
-      {"deployment.programs.python_binary", &programs.python_binary()},
-      {"deployment.programs.proxy_script", &programs.proxy_script()}};
-  for (const auto& [path, value] : program_paths) {
-    // Executed (or passed) as is: no shell, no PATH lookup.
-    if (!value->empty() && (*value)[0] != '/') {
-      p.Add(path, "must be an absolute path, got \"", *value, "\"");
-    }
-  }
+  CheckProgramPaths(p, deployment.programs());
   const v1::WarmupSpec& warmup = deployment.warmup();
   NonNegative(p, "deployment.warmup.rounds", warmup.rounds());
   Positive(p, "deployment.warmup.requests", warmup.requests());
   Positive(p, "deployment.warmup.input_tokens", warmup.input_tokens());
   Positive(p, "deployment.warmup.output_tokens", warmup.output_tokens());
+}
 
-  const v1::WorkloadSpec& workload = spec.workload();
+// Every request must fit the context of both sides, or the load would fail
+// after the expensive stages. (A dataset file's lengths are not known here.)
+void CheckRequestsFitContext(Problems& p, const v1::ExperimentSpec& spec) {
+  const v1::DeploymentSpec& deployment = spec.deployment();
+  const v1::DatasetSpec& dataset = spec.workload().dataset();
+  if (!dataset.file().path().empty()) return;
+  const int64_t longest = int64_t{dataset.input_tokens()} + dataset.input_tokens_range() +
+                          dataset.output_tokens() + dataset.output_tokens_range();
+  for (const auto& [path, side] : {std::pair{"deployment.prefill", &deployment.prefill()},
+                                   std::pair{"deployment.decode", &deployment.decode()}}) {
+    if (side->max_model_len() > 0 && longest > side->max_model_len()) {
+      p.Add("workload.dataset.input_tokens", "a request of up to ", longest, " tokens exceeds ",
+            path, ".max_model_len (", side->max_model_len(), ")");
+    }
+  }
+}
+
+void CheckWorkload(Problems& p, const v1::WorkloadSpec& workload) {
   const v1::DatasetSpec& dataset = workload.dataset();
-  const bool from_file = !dataset.file().path().empty();
-  if (!from_file) {
+  if (dataset.file().path().empty()) {
     Positive(p, "workload.dataset.input_tokens", dataset.input_tokens());
     Positive(p, "workload.dataset.output_tokens", dataset.output_tokens());
   }
@@ -156,20 +170,10 @@ absl::Status ValidateSpec(const v1::ExperimentSpec& spec) {
     p.Add("workload.dataset.prefix_groups", "must be <= num_requests (", workload.num_requests(),
           ")");
   }
-  // Every request must fit the context of both sides, or the load would fail
-  // after the expensive stages.
-  const int64_t longest = int64_t{dataset.input_tokens()} + dataset.input_tokens_range() +
-                          dataset.output_tokens() + dataset.output_tokens_range();
-  for (const auto& [path, side] : {std::pair{"deployment.prefill", &deployment.prefill()},
-                                   std::pair{"deployment.decode", &deployment.decode()}}) {
-    if (!from_file && side->max_model_len() > 0 && longest > side->max_model_len()) {
-      p.Add("workload.dataset.input_tokens", "a request of up to ", longest, " tokens exceeds ",
-            path, ".max_model_len (", side->max_model_len(), ")");
-    }
-  }
+}
 
-  const v1::AnalysisSpec& analysis = spec.analysis();
-  NonNegative(p, "analysis.cards", analysis.cards());
+void CheckAnalysis(Problems& p, const v1::AnalysisSpec& analysis) {
+  NonNegative(p, "analysis.device_count", analysis.device_count());
   for (int i = 0; i < analysis.percentiles_size(); ++i) {
     double q = analysis.percentiles(i);
     if (q <= 0 || q >= 100)
@@ -185,13 +189,27 @@ absl::Status ValidateSpec(const v1::ExperimentSpec& spec) {
   if (analysis.decision().min_improvement() < 0) {
     p.Add("analysis.decision.min_improvement", "must be >= 0");
   }
+}
 
-  const v1::LimitsSpec& limits = spec.limits();
+void CheckLimits(Problems& p, const v1::LimitsSpec& limits) {
   CheckDuration(p, "limits.formal_deadline", limits.formal_deadline());
   CheckDuration(p, "limits.launch_timeout", limits.launch_timeout());
   CheckDuration(p, "limits.warmup_timeout", limits.warmup_timeout());
   CheckDuration(p, "limits.drain_timeout", limits.drain_timeout());
   CheckDuration(p, "limits.request_timeout", limits.request_timeout());
+}
+
+}  // namespace
+
+// Problems are listed in spec order: deployment, workload, analysis, limits.
+absl::Status ValidateSpec(const v1::ExperimentSpec& spec) {
+  Problems p;
+  if (spec.scenario().empty()) p.Add("scenario", "required (it groups comparable experiments)");
+  CheckDeployment(p, spec.deployment());
+  CheckWorkload(p, spec.workload());
+  CheckRequestsFitContext(p, spec);
+  CheckAnalysis(p, spec.analysis());
+  CheckLimits(p, spec.limits());
   return p.ToStatus();
 }
 

@@ -4,9 +4,39 @@
 #ifndef SERVELAB_DAEMON_ENGINES_FLAG_TABLES_FLAG_TABLES_H_
 #define SERVELAB_DAEMON_ENGINES_FLAG_TABLES_FLAG_TABLES_H_
 
+#include <initializer_list>
+#include <span>
+#include <string_view>
+#include <vector>
+
 #include "daemon/engines/flag_table.h"
 
 namespace servelab::engines::flag_tables {
+
+// One flag of a transcribed table, as namespace-scope constant data: the
+// fields of FlagSpec in FlagSpec's order, so a row reads like one, e.g.
+//   {"--tp-size", kInt, {}, {"--tensor-parallel-size"}}.
+// The lists are initializer_lists, whose arrays live as long as the row, so
+// the data needs no heap and no destructor; a table's function turns its
+// rows into FlagSpecs once (ToFlagSpecs). Rows must therefore be objects of
+// static storage duration, never temporaries.
+struct FlagRow {
+  std::string_view name;
+  FlagValue value;
+  std::initializer_list<std::string_view> choices = {};
+  std::initializer_list<std::string_view> aliases = {};
+  bool human_readable_int = false;
+};
+
+inline std::vector<FlagSpec> ToFlagSpecs(std::span<const FlagRow> rows) {
+  std::vector<FlagSpec> flags;
+  flags.reserve(rows.size());
+  for (const FlagRow& row : rows) {
+    flags.push_back(FlagSpec{row.name, row.value, std::vector<std::string_view>(row.choices),
+                             std::vector<std::string_view>(row.aliases), row.human_readable_int});
+  }
+  return flags;
+}
 
 const FlagTable& VllmServe0111();
 const FlagTable& VllmAscendServe0110rc0();

@@ -1,4 +1,4 @@
-#include "sim/engine.h"
+#include "sim/instance_model.h"
 
 #include <spdlog/spdlog.h>
 
@@ -27,8 +27,8 @@ int64_t BlocksFor(int64_t tokens, int64_t block_size) {
 
 }  // namespace
 
-Engine::Engine(const SimConfig& config, Role role, uint64_t seed, double time_scale,
-               CompatOptions compat)
+InstanceModel::InstanceModel(const SimConfig& config, Role role, uint64_t seed, double time_scale,
+                             CompatOptions compat)
     : config_(config),
       role_(role),
       time_scale_(time_scale),
@@ -49,24 +49,26 @@ Engine::Engine(const SimConfig& config, Role role, uint64_t seed, double time_sc
   faults_.refuse_connections_seconds = 0;
 }
 
-std::chrono::nanoseconds Engine::Scaled(double modelled_seconds, double jitter) const {
+std::chrono::nanoseconds InstanceModel::Scaled(double modelled_seconds, double jitter) const {
   double ns = modelled_seconds * time_scale_ * jitter * 1e9;
   return std::chrono::nanoseconds(static_cast<int64_t>(std::llround(std::max(ns, 0.0))));
 }
 
-void Engine::EnterLoading(double modelled_seconds) {
+void InstanceModel::EnterLoading(double modelled_seconds) {
   absl::MutexLock lock(&mu_);
   ready_at_ = std::max(ready_at_, SteadyClock::now() + Scaled(modelled_seconds));
 }
 
-bool Engine::Ready() const {
+bool InstanceModel::Ready() const {
   absl::MutexLock lock(&mu_);
   return SteadyClock::now() >= ready_at_;
 }
 
-double Engine::Uniform() { return static_cast<double>(rng_() >> 11) * (1.0 / 9007199254740992.0); }
+double InstanceModel::Uniform() {
+  return static_cast<double>(rng_() >> 11) * (1.0 / 9007199254740992.0);
+}
 
-std::unique_ptr<RequestState> Engine::Arrive(GenerationRequest request, RequestMeta meta) {
+std::unique_ptr<RequestState> InstanceModel::Arrive(GenerationRequest request, RequestMeta meta) {
   auto r = std::make_unique<RequestState>();
   r->request = std::move(request);
   r->meta = std::move(meta);
@@ -124,7 +126,7 @@ std::unique_ptr<RequestState> Engine::Arrive(GenerationRequest request, RequestM
   return r;
 }
 
-bool Engine::CanAdmit(const RequestState& r) const {
+bool InstanceModel::CanAdmit(const RequestState& r) const {
   if (running_ >= config_.max_num_seqs) return false;
   int64_t need = BlocksFor(static_cast<int64_t>(r.request.prompt_tokens.size()) + r.output_tokens,
                            config_.block_size);
@@ -133,7 +135,7 @@ bool Engine::CanAdmit(const RequestState& r) const {
          reserved_blocks_ + leased_blocks_ + need <= config_.num_gpu_blocks;
 }
 
-void Engine::AdmitWaiters(std::vector<std::function<void()>>& wakes) {
+void InstanceModel::AdmitWaiters(std::vector<std::function<void()>>& wakes) {
   while (!waiting_.empty() && CanAdmit(*waiting_.front().request)) {
     Admit(*waiting_.front().request);
     wakes.push_back(std::move(waiting_.front().wake));
@@ -141,14 +143,14 @@ void Engine::AdmitWaiters(std::vector<std::function<void()>>& wakes) {
   }
 }
 
-void Engine::DropExpiredLeases(SteadyClock::time_point now) {
+void InstanceModel::DropExpiredLeases(SteadyClock::time_point now) {
   while (!leases_.empty() && leases_.front().expires <= now) {
     leased_blocks_ -= leases_.front().blocks;
     leases_.pop_front();
   }
 }
 
-void Engine::ExpireLeases() {
+void InstanceModel::ExpireLeases() {
   std::vector<std::function<void()>> wakes;
   {
     absl::MutexLock lock(&mu_);
@@ -158,12 +160,12 @@ void Engine::ExpireLeases() {
   for (auto& wake : wakes) wake();
 }
 
-double Engine::KvUsage() const {
+double InstanceModel::KvUsage() const {
   return std::min(1.0, static_cast<double>(reserved_blocks_ + leased_blocks_) /
                            static_cast<double>(config_.num_gpu_blocks));
 }
 
-void Engine::Admit(RequestState& r) {
+void InstanceModel::Admit(RequestState& r) {
   r.admitted = true;
   r.admitted_at = SteadyClock::now();
   r.reserved_blocks = BlocksFor(
@@ -173,7 +175,7 @@ void Engine::Admit(RequestState& r) {
   queue_.Observe(SecondsBetween(r.arrival, r.admitted_at));
 }
 
-bool Engine::TryAdmit(RequestState& r, std::function<void()> wake) {
+bool InstanceModel::TryAdmit(RequestState& r, std::function<void()> wake) {
   absl::MutexLock lock(&mu_);
   if (waiting_.empty() && CanAdmit(r)) {
     Admit(r);
@@ -183,7 +185,7 @@ bool Engine::TryAdmit(RequestState& r, std::function<void()> wake) {
   return false;
 }
 
-std::chrono::nanoseconds Engine::StartPrefill(RequestState& r) {
+std::chrono::nanoseconds InstanceModel::StartPrefill(RequestState& r) {
   absl::MutexLock lock(&mu_);
   const std::vector<int64_t>& tokens = r.request.prompt_tokens;
   const int64_t prompt_len = static_cast<int64_t>(tokens.size());
@@ -210,7 +212,7 @@ std::chrono::nanoseconds Engine::StartPrefill(RequestState& r) {
   return Scaled(seconds, r.jitter);
 }
 
-void Engine::EndPrefill(RequestState& r) {
+void InstanceModel::EndPrefill(RequestState& r) {
   absl::MutexLock lock(&mu_);
   --prefilling_;
   if (r.in_kv_transfer) {
@@ -220,12 +222,12 @@ void Engine::EndPrefill(RequestState& r) {
   if (config_.enable_prefix_caching) cache_.Insert(r.request.prompt_tokens);
 }
 
-std::chrono::nanoseconds Engine::DecodeStep(RequestState& r) {
+std::chrono::nanoseconds InstanceModel::DecodeStep(RequestState& r) {
   absl::MutexLock lock(&mu_);
   return Scaled(cost_.DecodeStepSeconds(running_), r.jitter);
 }
 
-void Engine::OnToken(RequestState& r) {
+void InstanceModel::OnToken(RequestState& r) {
   SteadyClock::time_point now = SteadyClock::now();
   absl::MutexLock lock(&mu_);
   if (r.generated == 0) {
@@ -239,7 +241,7 @@ void Engine::OnToken(RequestState& r) {
   if (role_ != Role::kRouter) ++generation_tokens_;
 }
 
-std::chrono::nanoseconds Engine::Finish(RequestState& r, Outcome outcome, int http_status) {
+std::chrono::nanoseconds InstanceModel::Finish(RequestState& r, Outcome outcome, int http_status) {
   SteadyClock::time_point now = SteadyClock::now();
   std::vector<std::function<void()>> wakes;
   std::chrono::nanoseconds lease{0};
@@ -317,7 +319,7 @@ std::chrono::nanoseconds Engine::Finish(RequestState& r, Outcome outcome, int ht
   return lease;
 }
 
-bool Engine::ResetPrefixCache() {
+bool InstanceModel::ResetPrefixCache() {
   absl::MutexLock lock(&mu_);
   if (compat_.compat != Compat::kSim) {
     // vllm/v1/core/block_pool.py reset_prefix_cache: "Failed to reset prefix
@@ -331,7 +333,7 @@ bool Engine::ResetPrefixCache() {
   return true;
 }
 
-absl::StatusOr<FaultEffects> Engine::ApplyFaults(const JsonValue& body) {
+absl::StatusOr<FaultEffects> InstanceModel::ApplyFaults(const JsonValue& body) {
   absl::MutexLock lock(&mu_);
   FaultConfig merged = faults_;
   absl::Status s = MergeFaults(body, merged);
@@ -348,16 +350,16 @@ absl::StatusOr<FaultEffects> Engine::ApplyFaults(const JsonValue& body) {
   return effects;
 }
 
-std::string Engine::FaultsJson() const {
+std::string InstanceModel::FaultsJson() const {
   absl::MutexLock lock(&mu_);
   return FaultsToJson(faults_);
 }
 
-std::string Engine::Labels() const {
-  return absl::StrCat("model_name=\"", config_.model, "\",engine=\"0\"");
+std::string InstanceModel::Labels() const {
+  return absl::StrCat("model_name=", QuoteLabelValue(config_.model), ",engine=\"0\"");
 }
 
-std::string Engine::RenderMetrics() const {
+std::string InstanceModel::RenderMetrics() const {
   std::string out;
   out.reserve(8192);
   absl::MutexLock lock(&mu_);
@@ -371,8 +373,10 @@ std::string Engine::RenderMetrics() const {
 
 namespace {
 
-// Prometheus text for one gauge / one counter family (counter samples end
-// in _total, as prometheus_client writes them).
+// Prometheus text for one gauge / one counter family. A counter's HELP and
+// TYPE name its samples' name, _total included, as prometheus_client (so
+// vLLM and SGLang) writes them: under the bare name, the parser files the
+// samples as a separate untyped family without help.
 void Gauge(absl::string_view name, absl::string_view help, absl::string_view labels, double v,
            std::string& out) {
   RenderHeader(name, "gauge", help, out);
@@ -380,13 +384,14 @@ void Gauge(absl::string_view name, absl::string_view help, absl::string_view lab
 }
 void Counter(absl::string_view name, absl::string_view help, absl::string_view labels, double v,
              std::string& out) {
-  RenderHeader(name, "counter", help, out);
-  RenderSample(absl::StrCat(name, "_total"), labels, v, out);
+  const std::string total = absl::StrCat(name, "_total");
+  RenderHeader(total, "counter", help, out);
+  RenderSample(total, labels, v, out);
 }
 
 }  // namespace
 
-void Engine::RenderVllmMetrics(std::string& out) const {
+void InstanceModel::RenderVllmMetrics(std::string& out) const {
   // Names and help texts as vllm/v1/metrics/loggers.py spells them.
   std::string labels = Labels();
   // vllm/v1/core/sched/scheduler.py parks a request whose KV is still being
@@ -407,7 +412,8 @@ void Engine::RenderVllmMetrics(std::string& out) const {
           out);
   Counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
           labels, cache_hits_, out);
-  RenderHeader("vllm:request_success", "counter", "Count of successfully processed requests.", out);
+  RenderHeader("vllm:request_success_total", "counter", "Count of successfully processed requests.",
+               out);
   RenderSample("vllm:request_success_total", absl::StrCat(labels, ",finished_reason=\"length\""),
                success_length_, out);
   RenderSample("vllm:request_success_total", absl::StrCat(labels, ",finished_reason=\"stop\""),
@@ -423,15 +429,16 @@ void Engine::RenderVllmMetrics(std::string& out) const {
   RenderServelabMetrics(labels, out);
 }
 
-void Engine::RenderSglangMetrics(std::string& out) const {
+void InstanceModel::RenderSglangMetrics(std::string& out) const {
   // Names and help texts as python/sglang/srt/metrics/collector.py spells
   // them (SchedulerMetricsCollector and TokenizerMetricsCollector); the
   // histogram buckets are the sim's (vLLM's), not SGLang's.
   const char* engine_type = role_ == Role::kPrefill  ? "prefill"
                             : role_ == Role::kDecode ? "decode"
                                                      : "unified";
-  std::string labels = absl::StrCat("model_name=", JsonQuote(config_.model), ",engine_type=\"",
-                                    engine_type, "\",tp_rank=\"0\",pp_rank=\"0\"");
+  std::string labels =
+      absl::StrCat("model_name=", QuoteLabelValue(config_.model), ",engine_type=\"", engine_type,
+                   "\",tp_rank=\"0\",pp_rank=\"0\"");
   // In SGLang's decode mode a request waits in the prealloc queue and then
   // the transfer queue before it joins the waiting queue / running batch
   // (python/sglang/srt/disaggregation/decode.py), so those are not counted
@@ -490,7 +497,7 @@ void Engine::RenderSglangMetrics(std::string& out) const {
   RenderServelabMetrics(labels, out);
 }
 
-void Engine::RenderServelabMetrics(const std::string& labels, std::string& out) const {
+void InstanceModel::RenderServelabMetrics(const std::string& labels, std::string& out) const {
   // servelab extras (in no engine): raw arrivals, failures, KV transfer, witness.
   RenderHeader("servelab_sim_info", "gauge", "Role and model of this sim instance.", out);
   RenderSample("servelab_sim_info",
@@ -499,7 +506,7 @@ void Engine::RenderServelabMetrics(const std::string& labels, std::string& out) 
                1, out);
   Counter("servelab_sim_requests_received", "Generation requests received (valid ones).", labels,
           received_, out);
-  RenderHeader("servelab_sim_requests_failed", "counter",
+  RenderHeader("servelab_sim_requests_failed_total", "counter",
                "Requests that did not succeed, by outcome.", out);
   for (const char* o : {"error", "dropped", "aborted"}) {
     auto it = failed_.find(o);
@@ -514,22 +521,22 @@ void Engine::RenderServelabMetrics(const std::string& labels, std::string& out) 
                "Unix time of the first request carrying x-servelab-load.", out);
   for (const auto& [tag, w] : loads_) {
     RenderSample("servelab_sim_load_first_arrival_timestamp_seconds",
-                 absl::StrCat("load=", JsonQuote(tag)), w.first_arrival_unix, out);
+                 absl::StrCat("load=", QuoteLabelValue(tag)), w.first_arrival_unix, out);
   }
   RenderHeader("servelab_sim_load_last_completion_timestamp_seconds", "gauge",
                "Unix time the last request carrying x-servelab-load ended.", out);
   for (const auto& [tag, w] : loads_) {
     RenderSample("servelab_sim_load_last_completion_timestamp_seconds",
-                 absl::StrCat("load=", JsonQuote(tag)), w.last_completion_unix, out);
+                 absl::StrCat("load=", QuoteLabelValue(tag)), w.last_completion_unix, out);
   }
   RenderHeader("servelab_sim_load_in_flight", "gauge", "Requests of a load not yet ended.", out);
   for (const auto& [tag, w] : loads_) {
-    RenderSample("servelab_sim_load_in_flight", absl::StrCat("load=", JsonQuote(tag)), w.in_flight,
-                 out);
+    RenderSample("servelab_sim_load_in_flight", absl::StrCat("load=", QuoteLabelValue(tag)),
+                 w.in_flight, out);
   }
 }
 
-std::string Engine::DebugRequestsJson() const {
+std::string InstanceModel::DebugRequestsJson() const {
   absl::MutexLock lock(&mu_);
   std::string out = "{\"requests\":[";
   bool first = true;
@@ -553,7 +560,7 @@ std::string Engine::DebugRequestsJson() const {
   return out;
 }
 
-std::string Engine::LoadsJson() const {
+std::string InstanceModel::LoadsJson() const {
   absl::MutexLock lock(&mu_);
   std::string out = "{\"loads\":{";
   bool first = true;

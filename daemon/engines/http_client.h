@@ -1,4 +1,4 @@
-// A tiny blocking HTTP/1.1 client for probing serving instances on loopback:
+// A tiny blocking HTTP/1.1 client for talking to serving instances on loopback:
 // health, /metrics, cache reset. One request per connection
 // (`Connection: close`), plain POSIX sockets, no dependencies — the load
 // generator has the real client; this one only needs to be obviously correct.
@@ -10,10 +10,10 @@
 // Errors: UNAVAILABLE when nothing accepts the connection or the peer closes
 // it mid-response (the instance is down or restarting); DEADLINE_EXCEEDED
 // when the whole exchange does not finish within `timeout`; INTERNAL for a
-// response that is not HTTP. Any HTTP status is a successful probe; callers
+// response that is not HTTP. Any HTTP status is a successful exchange; callers
 // judge the status. Thread-safe (no shared state).
-#ifndef SERVELAB_DAEMON_ENGINES_HTTP_PROBE_H_
-#define SERVELAB_DAEMON_ENGINES_HTTP_PROBE_H_
+#ifndef SERVELAB_DAEMON_ENGINES_HTTP_CLIENT_H_
+#define SERVELAB_DAEMON_ENGINES_HTTP_CLIENT_H_
 
 #include <string>
 
@@ -40,4 +40,4 @@ absl::StatusOr<HttpResponse> ParseHttpResponse(absl::string_view raw);
 
 }  // namespace servelab::engines
 
-#endif  // SERVELAB_DAEMON_ENGINES_HTTP_PROBE_H_
+#endif  // SERVELAB_DAEMON_ENGINES_HTTP_CLIENT_H_

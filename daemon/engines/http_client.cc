@@ -1,4 +1,4 @@
-#include "daemon/engines/http_probe.h"
+#include "daemon/engines/http_client.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-#include "daemon/core/hot_state.h"
+#include "daemon/core/hot_deployment.h"
 
 #include "common/status_macros.h"
 
@@ -8,10 +8,10 @@ const std::string& FingerprintOf(const v1::Fingerprints& f, v1::Side side) {
   return side == v1::SIDE_PREFILL ? f.prefill() : side == v1::SIDE_DECODE ? f.decode() : f.router();
 }
 
-absl::StatusOr<std::optional<HotState>> ReadHotState(Store& store) {
+absl::StatusOr<std::optional<HotDeployment>> ReadHotDeployment(Store& store) {
   SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, store.ListInstances());
-  if (instances.empty()) return std::optional<HotState>();
-  HotState hot{.warm = true};
+  if (instances.empty()) return std::optional<HotDeployment>();
+  HotDeployment hot{.warm = true};
   for (const v1::ServingInstance& instance : instances) {
     // The router is launched last: its experiment is the deployment's.
     if (hot.experiment_id.empty() || instance.side() == v1::SIDE_ROUTER) {
@@ -36,7 +36,7 @@ absl::StatusOr<std::optional<HotState>> ReadHotState(Store& store) {
   // warmups keep the launching experiment's fingerprint, which is equal.
   absl::StatusOr<v1::Experiment> owner = store.GetExperiment(hot.experiment_id);
   if (owner.ok()) hot.fingerprints.set_warmup(owner->plan().fingerprints().warmup());
-  return std::optional<HotState>(hot);
+  return std::optional<HotDeployment>(hot);
 }
 
 }  // namespace servelab::core

@@ -14,8 +14,8 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "tests/engine/daemon_fixture.h"
 #include "tests/testing/ports.h"
+#include "tests/workflow/daemon_fixture.h"
 #include "yaml-cpp/yaml.h"
 
 namespace servelab {
@@ -27,7 +27,7 @@ using testing::SourcePath;
 
 struct EngineCase {
   std::string name;            // Test name suffix.
-  std::string spec;            // tests/engine/testdata/...
+  std::string spec;            // tests/workflow/testdata/...
   std::string request_metric;  // Finished requests, in the engine's own spelling.
   // A decode-only delta: relaunches decode (and the router), nothing else.
   std::string decode_delta;
@@ -118,7 +118,7 @@ TEST_P(RealEngineTest, BaseThenConcurrencyDeltaThenDecodeDelta) {
   // 2. A pure concurrency delta relaunches nothing and re-warms nothing.
   RunResult plan = Cli({"plan", "--base", base.id(), "--set", "workload.concurrency=8"});
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
-  EXPECT_THAT(plan.out, HasSubstr("launch_prefill REUSE"));
+  EXPECT_THAT(plan.out, HasSubstr("launch_prefill reuse"));
   EXPECT_THAT(plan.out, HasSubstr(c.plan_flag));
   const double prefill_requests = MetricSum(prefill_port, c.request_metric);
   v1::Experiment c8 = WaitFinal(Submit({"--base", base.id(), "--set", "workload.concurrency=8"}));
@@ -128,9 +128,9 @@ TEST_P(RealEngineTest, BaseThenConcurrencyDeltaThenDecodeDelta) {
     EXPECT_EQ(StageOf(c8, s).status(), v1::STAGE_STATUS_REUSED) << v1::StageName_Name(s);
   }
   EXPECT_TRUE(Alive(prefill_pid) && Alive(decode_pid));
-  // P saw the formal load, the seeds and the reset's probes, and no warmup.
+  // P saw the formal load, the seeds and the reset's check requests, and no warmup.
   EXPECT_EQ(MetricSum(prefill_port, c.request_metric) - prefill_requests,
-            64 + 4 + Counter(c8, v1::STAGE_CACHE_RESET, "prefill_probe_requests"));
+            64 + 4 + Counter(c8, v1::STAGE_CACHE_RESET, "prefill_cache_check_requests"));
   // The proxy dropped x-servelab-load; the load tag still reached decode in
   // the body's `user` field.
   YAML::Node loads = YAML::Load(HttpBody(decode_port, "/debug/loads"))["loads"];
@@ -176,7 +176,7 @@ TEST_P(RealEngineTest, KillDuringFormalLoadThenResume) {
 // stops the surviving rank and the next experiment relaunches decode whole.
 TEST_F(ShimDaemonTest, ExternalDpRankLostWhileDaemonDownIsNotAdoptedHalf) {
   StartDaemon();
-  v1::Experiment base = WaitFinal(SubmitSpec("tests/engine/testdata/pd-vllm-ascend.yaml", {}));
+  v1::Experiment base = WaitFinal(SubmitSpec("tests/workflow/testdata/pd-vllm-ascend.yaml", {}));
   ASSERT_EQ(base.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << base.blocker();
   const int rank0 = Counter(base, v1::STAGE_LAUNCH_DECODE, "pid");
   const int rank1 = Counter(base, v1::STAGE_LAUNCH_DECODE, "rank1_pid");
@@ -250,15 +250,15 @@ TEST_F(ExamplePlanTest, EveryRealEngineExamplePrintsItsCommands) {
 
 INSTANTIATE_TEST_SUITE_P(
     Engines, RealEngineTest,
-    ::testing::Values(EngineCase{"Vllm", "tests/engine/testdata/pd-vllm.yaml",
+    ::testing::Values(EngineCase{"Vllm", "tests/workflow/testdata/pd-vllm.yaml",
                                  "vllm:request_success_total", "deployment.decode.max_num_seqs=96",
                                  "VLLM_NIXL_SIDE_CHANNEL_PORT="},
-                      EngineCase{"VllmAscend", "tests/engine/testdata/pd-vllm-ascend.yaml",
+                      EngineCase{"VllmAscend", "tests/workflow/testdata/pd-vllm-ascend.yaml",
                                  "vllm:request_success_total",
                                  "deployment.decode.expert_layout=" +
                                      SourcePath("deploy/examples/layouts/decode-layout-b.json"),
                                  "\"kv_connector\":\"MooncakeConnectorV1\""},
-                      EngineCase{"Sglang", "tests/engine/testdata/pd-sglang.yaml",
+                      EngineCase{"Sglang", "tests/workflow/testdata/pd-sglang.yaml",
                                  "sglang:num_requests_total",
                                  "deployment.decode.expert_layout=" +
                                      SourcePath("deploy/examples/layouts/decode-layout-b.json"),

@@ -1,8 +1,8 @@
-// engine_bench: what the daemon's controller costs around a formal load, on a
+// controller_bench: what the daemon's controller costs around a formal load, on a
 // hot deployment (issue 5, "Performance"). A program that prints figures, not
 // a test.
 //
-//   build/bin/engine_bench [--spec deploy/examples/pd-quick.yaml] [--deltas 20]
+//   build/bin/controller_bench [--spec deploy/examples/pd-quick.yaml] [--deltas 20]
 //       [--time-scale 0.05]
 //
 // Starts the real servelabd (beside this binary) on a fresh temp state dir,
@@ -49,6 +49,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "bench/bench_common.h"
+#include "common/labels.h"
 #include "servelab/v1/service.grpc.pb.h"
 
 extern char** environ;
@@ -323,7 +324,7 @@ void KillInstances(const std::set<pid_t>& pids) {
 
 int Run(const std::string& spec_path, int deltas, double time_scale) {
   const std::string bin_dir = fs::read_symlink("/proc/self/exe").parent_path().string();
-  char tmpl[] = "/tmp/engine_bench.XXXXXX";
+  char tmpl[] = "/tmp/controller_bench.XXXXXX";
   if (mkdtemp(tmpl) == nullptr) {
     std::perror("mkdtemp");
     return 1;
@@ -482,7 +483,7 @@ int main(int argc, char** argv) {
   int deltas = 20;
   double time_scale = 0.05;
   CLI::App app{
-      "engine_bench: submit -> first formal request and controller time beyond the "
+      "controller_bench: submit -> first formal request and controller time beyond the "
       "formal window, on a hot deployment (issue 5)"};
   app.add_option("--spec", spec, "Base spec file")->capture_default_str();
   app.add_option("--deltas", deltas, "Concurrency deltas to run")

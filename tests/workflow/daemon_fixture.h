@@ -10,8 +10,8 @@
 //
 // Serving instances outlive the daemon by design; the fixture kills every
 // pid a launch stage reported when the test ends. Single-threaded.
-#ifndef SERVELAB_TESTS_ENGINE_DAEMON_FIXTURE_H_
-#define SERVELAB_TESTS_ENGINE_DAEMON_FIXTURE_H_
+#ifndef SERVELAB_TESTS_WORKFLOW_DAEMON_FIXTURE_H_
+#define SERVELAB_TESTS_WORKFLOW_DAEMON_FIXTURE_H_
 
 #include <gtest/gtest.h>
 
@@ -72,4 +72,4 @@ class DaemonFixture : public ::testing::Test {
 
 }  // namespace servelab
 
-#endif  // SERVELAB_TESTS_ENGINE_DAEMON_FIXTURE_H_
+#endif  // SERVELAB_TESTS_WORKFLOW_DAEMON_FIXTURE_H_

@@ -7,7 +7,7 @@
 
 #include "google/protobuf/util/time_util.h"
 #include "servelab/v1/experiment.pb.h"
-#include "tests/engine/daemon_fixture.h"
+#include "tests/workflow/daemon_fixture.h"
 #include "yaml-cpp/yaml.h"
 
 namespace servelab {
@@ -18,7 +18,7 @@ using ::testing::HasSubstr;
 using testing::RunResult;
 using testing::SourcePath;
 
-class EngineIntegrationTest : public DaemonFixture {
+class WorkflowTest : public DaemonFixture {
  protected:
   void StartDaemon() { DaemonFixture::StartDaemon({"--sim-time-scale", "0.05"}); }
   static std::string SimGet(int port, const std::string& path) { return HttpBody(port, path); }
@@ -26,9 +26,9 @@ class EngineIntegrationTest : public DaemonFixture {
   static const std::string kSpec;
 };
 
-const std::string EngineIntegrationTest::kSpec = SourcePath("deploy/examples/pd-quick.yaml");
+const std::string WorkflowTest::kSpec = SourcePath("deploy/examples/pd-quick.yaml");
 
-TEST_F(EngineIntegrationTest, BaseThenConcurrencyDeltaThenDecodeDelta) {
+TEST_F(WorkflowTest, BaseThenConcurrencyDeltaThenDecodeDelta) {
   StartDaemon();
   // 1. The base experiment runs every stage.
   v1::Experiment base = WaitFinal(Submit({"-f", kSpec}));
@@ -52,7 +52,7 @@ TEST_F(EngineIntegrationTest, BaseThenConcurrencyDeltaThenDecodeDelta) {
   const double prefill_requests = MetricSum(prefill_port, "vllm:request_success_total");
   RunResult plan = Cli({"plan", "--base", base.id(), "--set", "workload.concurrency=8"});
   EXPECT_EQ(plan.exit_code, 0) << plan.err;
-  EXPECT_THAT(plan.out, HasSubstr("launch_decode  REUSE"));
+  EXPECT_THAT(plan.out, HasSubstr("launch_decode  reuse"));
   v1::Experiment c8 = WaitFinal(Submit({"--base", base.id(), "--set", "workload.concurrency=8"}));
   ASSERT_EQ(c8.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << c8.blocker();
   for (v1::StageName s : {v1::STAGE_LAUNCH_PREFILL, v1::STAGE_LAUNCH_DECODE,
@@ -66,9 +66,9 @@ TEST_F(EngineIntegrationTest, BaseThenConcurrencyDeltaThenDecodeDelta) {
   EXPECT_TRUE(loads[c8.id() + "/formal/1"].IsDefined());
   EXPECT_FALSE(loads[c8.id() + "/warmup/1"].IsDefined());
   EXPECT_TRUE(loads[base.id() + "/warmup/1"].IsDefined());
-  // Formal + one seed request per prefix group + the cache reset's probes
-  // (one to cache the probe prompt, one to see it no longer hits).
-  EXPECT_EQ(Counter(c8, v1::STAGE_CACHE_RESET, "prefill_probe_requests"), 2);
+  // Formal + one seed request per prefix group + the cache reset's check requests
+  // (one to cache the check prompt, one to see it no longer hits).
+  EXPECT_EQ(Counter(c8, v1::STAGE_CACHE_RESET, "prefill_cache_check_requests"), 2);
   EXPECT_EQ(MetricSum(prefill_port, "vllm:request_success_total") - prefill_requests, 96 + 4 + 2);
 
   // 3. A decode-side delta relaunches decode only.
@@ -100,7 +100,7 @@ TEST_F(EngineIntegrationTest, BaseThenConcurrencyDeltaThenDecodeDelta) {
   EXPECT_THAT(summary.out, HasSubstr("8k-cache50"));
 }
 
-TEST_F(EngineIntegrationTest, AnalysisFailureResumesWithoutNewRequests) {
+TEST_F(WorkflowTest, AnalysisFailureResumesWithoutNewRequests) {
   StartDaemon();
   v1::Experiment e = WaitFinal(
       Submit({"-f", kSpec, "--set", "analysis.decision.metric=output_tokens_per_second_per_crad"}));
@@ -126,7 +126,7 @@ TEST_F(EngineIntegrationTest, AnalysisFailureResumesWithoutNewRequests) {
   EXPECT_EQ(MetricSum(decode_port, "vllm:request_success_total"), d0);
 }
 
-TEST_F(EngineIntegrationTest, KillDuringFormalLoadThenResume) {
+TEST_F(WorkflowTest, KillDuringFormalLoadThenResume) {
   StartDaemon();
   const std::string id = Submit(
       {"-f", kSpec, "--set", "workload.num_requests=600", "--set", "workload.concurrency=4"});
@@ -164,7 +164,7 @@ TEST_F(EngineIntegrationTest, KillDuringFormalLoadThenResume) {
   EXPECT_THAT(rows.out, HasSubstr("2|600"));
 }
 
-TEST_F(EngineIntegrationTest, BackToBackFormalLoadsNeverOverlap) {
+TEST_F(WorkflowTest, BackToBackFormalLoadsNeverOverlap) {
   StartDaemon();
   const std::string first = Submit({"-f", kSpec, "--set", "workload.num_requests=200"});
   const std::string second = Submit({"--base", first, "--set", "workload.concurrency=8"});

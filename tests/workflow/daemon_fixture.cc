@@ -1,4 +1,4 @@
-#include "tests/engine/daemon_fixture.h"
+#include "tests/workflow/daemon_fixture.h"
 
 #include <signal.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// Engine: the simulated serving instance's state — admission (max_num_seqs
+// InstanceModel: the simulated serving instance's state — admission (max_num_seqs
 // and KV blocks, FIFO waiting queue), the prefix cache, the latency model,
 // fault decisions, metrics, the per-load overlap witness and the recent
 // request log. It decides *how long* things take; the HTTP layer (server.cc)
@@ -6,12 +6,12 @@
 // Asio, and unit tests can drive it directly.
 //
 // Request lifecycle, in the order the server calls it:
-//   auto r = engine.Arrive(std::move(request), meta);   // fault decided here
-//   if (!engine.TryAdmit(*r, wake)) { ...wait until wake() runs... }
-//   wait(engine.StartPrefill(*r)); engine.EndPrefill(*r);
-//   for each token: (i > 0: wait(engine.DecodeStep(*r))) engine.OnToken(*r);
-//   lease = engine.Finish(*r, outcome, http_status);
-//   if (lease > 0) { ...after lease: engine.ExpireLeases()... }
+//   auto r = instance.Arrive(std::move(request), meta);   // fault decided here
+//   if (!instance.TryAdmit(*r, wake)) { ...wait until wake() runs... }
+//   wait(instance.StartPrefill(*r)); instance.EndPrefill(*r);
+//   for each token: (i > 0: wait(instance.DecodeStep(*r))) instance.OnToken(*r);
+//   lease = instance.Finish(*r, outcome, http_status);
+//   if (lease > 0) { ...after lease: instance.ExpireLeases()... }
 // The router role only calls Arrive / OnToken / Finish.
 //
 // KV lease: on a prefill instance, a successful request with
@@ -26,8 +26,8 @@
 //
 // Thread-safe: all state is guarded by mu_. `wake` callbacks run without the
 // lock held, on the thread that freed the slot; they must only post.
-#ifndef SERVELAB_SIM_ENGINE_H_
-#define SERVELAB_SIM_ENGINE_H_
+#ifndef SERVELAB_SIM_INSTANCE_MODEL_H_
+#define SERVELAB_SIM_INSTANCE_MODEL_H_
 
 #include <chrono>
 #include <cstdint>
@@ -61,7 +61,7 @@ struct RequestMeta {
   std::string load_tag;    // x-servelab-load, the overlap witness key
 };
 
-// One request's state; owned by the HTTP handler, updated by the Engine.
+// One request's state; owned by the HTTP handler, updated by the InstanceModel.
 struct RequestState {
   uint64_t id = 0;
   RequestMeta meta;
@@ -90,14 +90,14 @@ struct FaultEffects {
   std::chrono::nanoseconds refuse_connections{0};
 };
 
-class Engine {
+class InstanceModel {
  public:
   // `compat` selects the metric names and the reset rule; the sim profile
   // by default.
-  Engine(const SimConfig& config, Role role, uint64_t seed, double time_scale,
-         CompatOptions compat = {});
-  Engine(const Engine&) = delete;
-  Engine& operator=(const Engine&) = delete;
+  InstanceModel(const SimConfig& config, Role role, uint64_t seed, double time_scale,
+                CompatOptions compat = {});
+  InstanceModel(const InstanceModel&) = delete;
+  InstanceModel& operator=(const InstanceModel&) = delete;
 
   const SimConfig& config() const { return config_; }
   Role role() const { return role_; }
@@ -228,4 +228,4 @@ class Engine {
 
 }  // namespace servelab::sim
 
-#endif  // SERVELAB_SIM_ENGINE_H_
+#endif  // SERVELAB_SIM_INSTANCE_MODEL_H_

@@ -1,4 +1,4 @@
-// Engine: turns a frozen deployment spec into running serving instances and
+// InstanceDriver: turns a frozen deployment spec into running serving instances and
 // knows their protocol (docs/design.md §9). Implementations live in daemon/engines/
 // (sim, vllm, sglang, command); the stage runner only sees this interface.
 //
@@ -9,8 +9,8 @@
 // Errors: INVALID_ARGUMENT for a spec the engine cannot render (naming the
 // field); UNAVAILABLE when an instance does not answer; DEADLINE_EXCEEDED
 // when it does not become ready in time. Implementations are thread-safe.
-#ifndef SERVELAB_DAEMON_CORE_ENGINE_H_
-#define SERVELAB_DAEMON_CORE_ENGINE_H_
+#ifndef SERVELAB_DAEMON_CORE_INSTANCE_DRIVER_H_
+#define SERVELAB_DAEMON_CORE_INSTANCE_DRIVER_H_
 
 #include <cstdint>
 #include <map>
@@ -85,9 +85,9 @@ struct InstanceCounters {
   }
 };
 
-class Engine {
+class InstanceDriver {
  public:
-  virtual ~Engine() = default;
+  virtual ~InstanceDriver() = default;
 
   // The command for `side` of `spec`, listening on the port in `endpoints`.
   virtual absl::StatusOr<LaunchCommand> Render(const v1::ExperimentSpec& spec, v1::Side side,
@@ -117,13 +117,13 @@ class Engine {
   virtual absl::Status ResetPrefixCache(const v1::ServingInstance& instance) = 0;
   // True when a reset that answered OK may still have done nothing (vLLM
   // answers 200 even when it refused because blocks were in use), so the
-  // caller must confirm it with a probe request (docs/design.md §9).
+  // caller must confirm it with a cache-check request (docs/design.md §9).
   virtual bool ResetNeedsConfirmation(const v1::ServingInstance& instance) = 0;
   // Sends `prompt` as one short non-streaming completion straight to every
   // rank of the instance (not through the router), so that the prefix-cache
   // counters show whether the prompt was still cached.
-  virtual absl::Status SendProbeRequest(const v1::ServingInstance& instance,
-                                        const std::string& prompt) = 0;
+  virtual absl::Status SendCacheCheckRequest(const v1::ServingInstance& instance,
+                                             const std::string& prompt) = 0;
 
   // "http://127.0.0.1:PORT": where requests for this instance go.
   virtual std::string BaseUrl(const v1::ServingInstance& instance) = 0;
@@ -131,4 +131,4 @@ class Engine {
 
 }  // namespace servelab::core
 
-#endif  // SERVELAB_DAEMON_CORE_ENGINE_H_
+#endif  // SERVELAB_DAEMON_CORE_INSTANCE_DRIVER_H_

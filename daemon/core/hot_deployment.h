@@ -1,7 +1,7 @@
 // What the accelerators hold right now, read from the stored serving
 // instances: the input of every plan.
-#ifndef SERVELAB_DAEMON_CORE_HOT_STATE_H_
-#define SERVELAB_DAEMON_CORE_HOT_STATE_H_
+#ifndef SERVELAB_DAEMON_CORE_HOT_DEPLOYMENT_H_
+#define SERVELAB_DAEMON_CORE_HOT_DEPLOYMENT_H_
 
 #include <optional>
 
@@ -16,8 +16,8 @@ const std::string& FingerprintOf(const v1::Fingerprints& fingerprints, v1::Side 
 
 // nullopt when no instance runs. The warmup fingerprint is the one of the
 // experiment that launched the instances (the last one to warm them).
-absl::StatusOr<std::optional<HotState>> ReadHotState(Store& store);
+absl::StatusOr<std::optional<HotDeployment>> ReadHotDeployment(Store& store);
 
 }  // namespace servelab::core
 
-#endif  // SERVELAB_DAEMON_CORE_HOT_STATE_H_
+#endif  // SERVELAB_DAEMON_CORE_HOT_DEPLOYMENT_H_
