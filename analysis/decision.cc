@@ -71,7 +71,7 @@ absl::StatusOr<v1::Decision> Decide(const v1::Result& candidate, const v1::Resul
   double delta = (*value - *base) / *base;
   d.set_delta_fraction(delta);
   double improvement = LowerIsBetter(metric) ? -delta : delta;
-  d.set_verdict(improvement >= rule.min_improvement() ? "keep" : "close");
+  d.set_verdict(improvement >= rule.min_improvement() ? v1::VERDICT_KEEP : v1::VERDICT_DISCARD);
   return d;
 }
 

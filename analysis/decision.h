@@ -1,5 +1,5 @@
 // Decision: compares a candidate's result with a baseline's by the spec's
-// DecisionRule and gives the delta and a keep/close verdict.
+// DecisionRule and gives the delta and a KEEP / DISCARD verdict.
 //
 //   SERVELAB_ASSIGN_OR_RETURN(v1::Decision d,
 //       analysis::Decide(candidate, baseline, "exp-7", spec.analysis().decision()));
@@ -7,9 +7,9 @@
 // rule.metric names a field of WindowResult: a top-level number
 // ("output_tokens_per_second_per_device", "goodput", ...) where higher is
 // better, or "<latency>.<stat>" ("ttft.p99", "e2e.mean") where lower is
-// better. The window is rule.window (unspecified means whole). Verdict "keep"
+// better. The window is rule.window (unspecified means whole). Verdict KEEP
 // when the improvement (in the metric's better direction) is at least
-// rule.min_improvement, else "close".
+// rule.min_improvement, else DISCARD.
 //
 // Errors: INVALID_ARGUMENT for an unknown metric (naming
 // analysis.decision.metric) or a zero baseline value. Pure; thread-compatible.

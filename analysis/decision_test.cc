@@ -28,11 +28,11 @@ TEST(DecideTest, FittedLayoutIsASmallRealGain) {
       Decide(WithPerCard(149.1070, 0), WithPerCard(147.9064, 0), "exp-1", rule);
   ASSERT_THAT(d, IsOk());
   EXPECT_NEAR(d->delta_fraction(), (149.1070 - 147.9064) / 147.9064, 1e-12);
-  EXPECT_EQ(d->verdict(), "keep");
+  EXPECT_EQ(d->verdict(), v1::VERDICT_KEEP);
   EXPECT_EQ(d->metric(), "whole.output_tokens_per_second_per_device");
   rule.set_min_improvement(0.01);
   EXPECT_EQ(Decide(WithPerCard(149.1070, 0), WithPerCard(147.9064, 0), "exp-1", rule)->verdict(),
-            "close");
+            v1::VERDICT_DISCARD);
 }
 
 TEST(DecideTest, SteadyWindowAndLowerIsBetterLatency) {
@@ -46,7 +46,7 @@ TEST(DecideTest, SteadyWindowAndLowerIsBetterLatency) {
   absl::StatusOr<v1::Decision> d = Decide(cand, base, "exp-2", rule);
   ASSERT_THAT(d, IsOk());
   EXPECT_NEAR(d->delta_fraction(), -0.1, 1e-12);
-  EXPECT_EQ(d->verdict(), "keep");
+  EXPECT_EQ(d->verdict(), v1::VERDICT_KEEP);
 }
 
 TEST(DecideTest, UnknownMetricNamesTheField) {

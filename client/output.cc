@@ -173,10 +173,11 @@ void AppendResult(const v1::Experiment& e, std::string& out) {
     };
     window("whole", e.result().whole());
     if (e.result().has_steady()) window("steady", e.result().steady());
-    if (e.result().has_decision() && !e.result().decision().verdict().empty()) {
+    if (e.result().has_decision() && e.result().decision().verdict() != v1::VERDICT_UNSPECIFIED) {
       const v1::Decision& d = e.result().decision();
-      absl::StrAppend(&out, absl::StrFormat("  decision: %s (%+.2f%% vs %s)\n", d.verdict(),
-                                            d.delta_fraction() * 100, d.baseline_experiment_id()));
+      absl::StrAppend(&out,
+                      absl::StrFormat("  decision: %s (%+.2f%% vs %s)\n", VerdictLabel(d.verdict()),
+                                      d.delta_fraction() * 100, d.baseline_experiment_id()));
     }
   }
 }

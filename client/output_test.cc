@@ -103,6 +103,19 @@ TEST(FormatSummaryTest, NotServingPointsToTheNextStep) {
   EXPECT_THAT(FormatSummary(summary), Not(HasSubstr("NOT serving")));
 }
 
+TEST(FormatExperimentTest, DecisionShowsTheVerdictWord) {
+  v1::Experiment e = DeltaExperiment();
+  e.mutable_result()->mutable_whole()->set_output_tokens_per_second_per_device(91);
+  v1::Decision& d = *e.mutable_result()->mutable_decision();
+  d.set_verdict(v1::VERDICT_DISCARD);
+  d.set_delta_fraction(-0.3856);
+  d.set_baseline_experiment_id("exp-1");
+  EXPECT_THAT(FormatExperiment(e, absl::FromUnixSeconds(1012)),
+              HasSubstr("decision: discard (-38.56% vs exp-1)"));
+  d.set_verdict(v1::VERDICT_UNSPECIFIED);  // A result stored before the enum.
+  EXPECT_THAT(FormatExperiment(e, absl::FromUnixSeconds(1012)), Not(HasSubstr("decision:")));
+}
+
 TEST(FormatSummaryTest, NextStepIsWordedAsACommand) {
   v1::NextStep next;
   EXPECT_EQ(FormatNextStep(next), "-");

@@ -34,6 +34,10 @@ std::string SideLabel(v1::Side side) { return Label(v1::Side_Name(side), "SIDE_"
 
 std::string PhaseLabel(v1::Phase phase) { return Label(v1::Phase_Name(phase), "PHASE_"); }
 
+std::string VerdictLabel(v1::Verdict verdict) {
+  return Label(v1::Verdict_Name(verdict), "VERDICT_");
+}
+
 bool IsFinal(v1::ExperimentState state) {
   return state == v1::EXPERIMENT_STATE_SUCCEEDED || state == v1::EXPERIMENT_STATE_FAILED ||
          state == v1::EXPERIMENT_STATE_CANCELLED;

@@ -24,6 +24,8 @@ std::string StageStatusLabel(v1::StageStatus status);
 std::string SideLabel(v1::Side side);
 // "warmup" for PHASE_WARMUP: also the middle part of a load tag (exp-3/warmup/1).
 std::string PhaseLabel(v1::Phase phase);
+// "keep" for VERDICT_KEEP.
+std::string VerdictLabel(v1::Verdict verdict);
 
 // SUCCEEDED, FAILED or CANCELLED: nothing more will happen without a resume.
 bool IsFinal(v1::ExperimentState state);

@@ -12,6 +12,7 @@ TEST(LabelsTest, EachEnumHasOneLowerCaseSpelling) {
   EXPECT_EQ(StageStatusLabel(v1::STAGE_STATUS_SKIPPED), "skipped");
   EXPECT_EQ(SideLabel(v1::SIDE_PREFILL), "prefill");
   EXPECT_EQ(PhaseLabel(v1::PHASE_ROUTE_VERIFY), "route_verify");
+  EXPECT_EQ(VerdictLabel(v1::VERDICT_DISCARD), "discard");
 }
 
 TEST(LabelsTest, UnknownNumbersReadUnknown) {

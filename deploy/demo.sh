@@ -10,15 +10,22 @@
 # Each step prints the plan and the time from submit to the first formal
 # request.
 #
-#   deploy/demo.sh [BUILD_DIR]                    (default: build)
+#   deploy/demo.sh [BUILD_DIR]                    (default: build; builds only
+#                                                 servelabd, servelab, servelab-sim)
 #   SERVELAB_DEMO_STATE_DIR=DIR deploy/demo.sh    keep the state (and the hot deployment) in DIR
 #   SERVELAB_DEMO_TIME_SCALE=0.05                 the sim's time scale (default 0.05: 20x faster)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR="${1:-build}"
 
-deploy/setup.sh "$BUILD_DIR"
-BIN="$PWD/$BUILD_DIR/bin"
+# The packages as deploy/setup.sh installs them, but only the demo's own targets:
+# a first run does not wait for the test binaries.
+deploy/setup.sh --packages-only
+if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+cmake --build "$BUILD_DIR" --target servelabd servelab servelab-sim -j "${CMAKE_BUILD_PARALLEL_LEVEL:-2}"
+BIN="$(cd "$BUILD_DIR" && pwd)/bin"
 SPEC="deploy/examples/pd-quick.yaml"
 TIME_SCALE="${SERVELAB_DEMO_TIME_SCALE:-0.05}"
 

@@ -469,9 +469,10 @@ void StageRunner::RunAnalysis(const std::string& id) {
     *e.mutable_result() = result;
     e.set_state(v1::EXPERIMENT_STATE_SUCCEEDED);
     e.set_blocker("");
-    std::string verdict = decision.has_value() ? absl::StrCat("; ", decision->verdict(), " vs ",
-                                                              decision->baseline_experiment_id())
-                                               : "; first of its scenario";
+    std::string verdict = decision.has_value()
+                              ? absl::StrCat("; ", VerdictLabel(decision->verdict()), " vs ",
+                                             decision->baseline_experiment_id())
+                              : "; first of its scenario";
     return EventText{"state", absl::StrCat("running -> succeeded", verdict)};
   });
   absl::MutexLock lock(&mu_);

@@ -70,7 +70,8 @@ def row(experiment):
         verdict = servelab.experiment_pb2.FailureClass.Name(experiment.failure_class) \
             if experiment.failure_class else "-"
     elif decision.baseline_experiment_id:
-        verdict = (f"{decision.verdict} ({decision.delta_fraction * 100:+.2f}% vs "
+        label = servelab.result_pb2.Verdict.Name(decision.verdict).removeprefix("VERDICT_").lower()
+        verdict = (f"{label} ({decision.delta_fraction * 100:+.2f}% vs "
                    f"{decision.baseline_experiment_id})")
     else:
         verdict = "baseline"

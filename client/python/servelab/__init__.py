@@ -25,7 +25,7 @@ from servelab.client import (  # noqa: E402  (needs the path above)
     is_final,
     state_label,
 )
-from servelab.v1 import experiment_pb2, service_pb2  # noqa: E402
+from servelab.v1 import experiment_pb2, result_pb2, service_pb2  # noqa: E402
 
 __all__ = [
     "FINAL_STATES",
@@ -36,6 +36,7 @@ __all__ = [
     "experiment_pb2",
     "grpc_target",
     "is_final",
+    "result_pb2",
     "service_pb2",
     "state_label",
 ]

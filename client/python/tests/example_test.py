@@ -83,6 +83,7 @@ class SweepTest(unittest.TestCase):
                              f"{stored.result.whole.ttft.p99 * 1000:.1f} ms")
         self.assertEqual(rows[0][column["decision"]], "baseline")
         self.assertTrue(rows[1][column["decision"]].endswith("vs exp-1)"), rows[1])
+        self.assertRegex(rows[1][column["decision"]], r"^(keep|discard) \(", rows[1])
         self.assertEqual([self.lab.status(i).base_id for i in ("exp-2", "exp-3")],
                          ["exp-1", "exp-1"])
 
