@@ -10,8 +10,9 @@
 //   encodings, defined once in storage/request_rows.h (one row per
 //   RequestRecord, queued_ns included), plus `load_spec` (one row: the
 //   ExperimentSpec as JSON). One transaction per batch, WAL,
-//   synchronous=FULL. Files of the older layout, which kept queued_ns in a
-//   side table `load_records_extra`, are still read.
+//   synchronous=FULL. Files of older layouts are still read: with the index
+//   column named `idx`, and with queued_ns in a side table `load_records_extra`.
+//   A .jsonl file written before `index` became `request_index` is not.
 // - .jsonl: first line {"spec": <ExperimentSpec>}, then one RequestRecord per
 //   line (proto JSON, proto field names); each batch is flushed and fsynced.
 //
