@@ -93,6 +93,23 @@ class Cli {
     return kExitOk;
   }
 
+  int Compare(const std::vector<std::string>& ids) {
+    if (ids.size() < 2) return Usage("compare needs at least two experiment ids");
+    std::vector<v1::Experiment> experiments;
+    v1::ListExperimentsResponse as_list;  // -o json: the experiments, in order.
+    for (const std::string& id : ids) {
+      v1::GetExperimentRequest request;
+      request.set_id(id);
+      auto context = UnaryContext();
+      grpc::Status status =
+          Stub().GetExperiment(context.get(), request, &experiments.emplace_back());
+      if (!status.ok()) return Fail(status);
+      *as_list.add_experiments() = experiments.back();
+    }
+    out_ << (Json() ? ToJson(as_list, /*pretty=*/true) + "\n" : FormatComparison(experiments));
+    return kExitOk;
+  }
+
   int List(const std::string& scenario, const std::string& state) {
     v1::ListExperimentsRequest request;
     request.set_scenario(scenario);
@@ -359,6 +376,7 @@ struct CommandArgs {
   std::string until;
   std::string timeout;
   DeltaArgs resume_delta;
+  std::vector<std::string> ids;
 };
 
 // submit, plan, status, list: commands that create or read experiments.
@@ -389,6 +407,14 @@ void AddExperimentCommands(CLI::App& app, Cli& cli, CommandArgs& args, std::func
                    "Only this state: queued, running, succeeded, failed, "
                    "cancelled");
   list->callback([&] { run = [&] { return cli.List(args.scenario, args.state); }; });
+
+  CLI::App* compare = app.add_subcommand(
+      "compare",
+      "Side by side: state, the frozen-spec fields that differ from the first experiment's, "
+      "and the results of both windows with each decision");
+  compare->add_option("ids", args.ids, "Two or more experiment ids; the first is the reference")
+      ->required();
+  compare->callback([&] { run = [&] { return cli.Compare(args.ids); }; });
 
   CLI::App* watch = app.add_subcommand(
       "watch",

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "daemon/core/spec/scope.h"
 
 namespace servelab::client {
 namespace {
@@ -231,6 +232,82 @@ std::string FormatExperiment(const v1::Experiment& e, absl::Time now) {
   AppendResult(e, out);
   if (!e.spec_sha256().empty()) AppendRow(&out, "spec sha256", e.spec_sha256());
   AppendRow(&out, "submitted", FormatTimestamp(e.submitted_at()));
+  return out;
+}
+
+namespace {
+
+// One row of a comparison: a label, then one cell per experiment.
+void AppendCompareRow(std::string& out, absl::string_view label,
+                      const std::vector<std::string>& cells) {
+  absl::StrAppend(&out, absl::StrFormat("  %-34s", label));
+  for (const std::string& cell : cells) absl::StrAppend(&out, absl::StrFormat(" %-22s", cell));
+  absl::StrAppend(&out, "\n");
+}
+
+// Each changed path against the first experiment's spec, with every
+// experiment's value (the first one's where it did not change).
+void AppendSpecDifferences(const std::vector<v1::Experiment>& experiments, std::string& out) {
+  std::map<std::string, std::vector<std::string>> rows;
+  for (size_t i = 1; i < experiments.size(); ++i) {
+    for (const v1::FieldChange& change :
+         core::spec::DiffSpecs(experiments[0].spec(), experiments[i].spec())) {
+      std::vector<std::string>& row = rows[change.path()];
+      if (row.empty()) row.assign(experiments.size(), FormatValue(change.old_value()));
+      row[i] = FormatValue(change.new_value());
+    }
+  }
+  absl::StrAppend(&out, "frozen-spec differences (against ", experiments[0].id(), "):\n");
+  if (rows.empty()) absl::StrAppend(&out, "  none: the frozen specs are equal\n");
+  for (const auto& [path, cells] : rows) AppendCompareRow(out, path, cells);
+}
+
+void AppendResults(const std::vector<v1::Experiment>& experiments, std::string& out) {
+  absl::StrAppend(&out, "results (whole / steady window):\n");
+  auto row = [&](absl::string_view label, auto value) {
+    std::vector<std::string> cells;
+    for (const v1::Experiment& e : experiments) {
+      cells.push_back(e.has_result() ? absl::StrFormat("%.4g / %.4g", value(e.result().whole()),
+                                                       value(e.result().steady()))
+                                     : "-");
+    }
+    AppendCompareRow(out, label, cells);
+  };
+  row("output tok/s per device",
+      [](const v1::WindowResult& w) { return w.output_tokens_per_second_per_device(); });
+  row("requests/s", [](const v1::WindowResult& w) { return w.request_throughput(); });
+  row("ttft p99 ms", [](const v1::WindowResult& w) { return w.ttft().p99() * 1000; });
+  row("tpot p99 ms", [](const v1::WindowResult& w) { return w.tpot().p99() * 1000; });
+  std::vector<std::string> decisions;
+  for (const v1::Experiment& e : experiments) {
+    const v1::Decision& d = e.result().decision();
+    decisions.push_back(d.verdict() == v1::VERDICT_UNSPECIFIED
+                            ? "-"
+                            : absl::StrFormat("%s %+.2f%% vs %s", VerdictLabel(d.verdict()),
+                                              d.delta_fraction() * 100,
+                                              d.baseline_experiment_id()));
+  }
+  AppendCompareRow(out, "decision", decisions);
+}
+
+}  // namespace
+
+std::string FormatComparison(const std::vector<v1::Experiment>& experiments) {
+  std::string out;
+  if (experiments.empty()) return out;
+  std::vector<std::string> ids, states, scenarios, hashes;
+  for (const v1::Experiment& e : experiments) {
+    ids.push_back(e.id());
+    states.push_back(StateLabel(e.state()));
+    scenarios.push_back(e.spec().scenario().empty() ? "-" : e.spec().scenario());
+    hashes.push_back(e.spec_sha256().substr(0, 12));
+  }
+  AppendCompareRow(out, "", ids);
+  AppendCompareRow(out, "state", states);
+  AppendCompareRow(out, "scenario", scenarios);
+  AppendCompareRow(out, "spec sha256", hashes);
+  AppendSpecDifferences(experiments, out);
+  AppendResults(experiments, out);
   return out;
 }
 

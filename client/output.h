@@ -15,6 +15,7 @@
 #include <google/protobuf/message.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "common/labels.h"
@@ -31,6 +32,10 @@ std::string FormatNextStep(const v1::NextStep& next);
 
 // `servelab status`: the whole experiment, facts first.
 std::string FormatExperiment(const v1::Experiment& experiment, absl::Time now);
+// `servelab compare`: the experiments side by side — state, the frozen-spec
+// fields that differ from the first one's (with each one's value), and the
+// results of both windows with each decision.
+std::string FormatComparison(const std::vector<v1::Experiment>& experiments);
 // `servelab list`: a header and one line per experiment.
 std::string FormatExperimentList(const v1::ListExperimentsResponse& list);
 // `servelab watch`: one line per update.

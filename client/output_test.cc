@@ -116,6 +116,31 @@ TEST(FormatExperimentTest, DecisionShowsTheVerdictWord) {
   EXPECT_THAT(FormatExperiment(e, absl::FromUnixSeconds(1012)), Not(HasSubstr("decision:")));
 }
 
+TEST(FormatComparisonTest, ShowsEachDifferingFieldAndTheResults) {
+  v1::Experiment a;
+  a.set_id("exp-1");
+  a.set_state(v1::EXPERIMENT_STATE_SUCCEEDED);
+  a.mutable_spec()->mutable_workload()->set_concurrency(16);
+  a.mutable_spec()->mutable_workload()->set_num_requests(96);
+  a.mutable_result()->mutable_whole()->set_output_tokens_per_second_per_device(147.9064);
+  v1::Experiment b = a;
+  b.set_id("exp-2");
+  b.mutable_spec()->mutable_workload()->set_concurrency(8);
+  b.mutable_result()->mutable_whole()->set_output_tokens_per_second_per_device(149.107);
+  v1::Decision& d = *b.mutable_result()->mutable_decision();
+  d.set_verdict(v1::VERDICT_KEEP);
+  d.set_delta_fraction(0.0081);
+  d.set_baseline_experiment_id("exp-1");
+  const std::string text = FormatComparison({a, b});
+  EXPECT_THAT(text, HasSubstr("frozen-spec differences (against exp-1)"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("workload.concurrency +16 +8"));
+  EXPECT_THAT(text, Not(HasSubstr("workload.num_requests")));
+  EXPECT_THAT(text, ::testing::ContainsRegex("output tok/s per device +147.9 / 0 +149.1 / 0"));
+  EXPECT_THAT(text, HasSubstr("keep +0.81% vs exp-1"));
+  b.mutable_spec()->mutable_workload()->set_concurrency(16);
+  EXPECT_THAT(FormatComparison({a, b}), HasSubstr("none: the frozen specs are equal"));
+}
+
 TEST(FormatSummaryTest, NextStepIsWordedAsACommand) {
   v1::NextStep next;
   EXPECT_EQ(FormatNextStep(next), "-");

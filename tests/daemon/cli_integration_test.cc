@@ -238,6 +238,28 @@ TEST_F(CliIntegrationTest, PlanStoresNothing) {
   EXPECT_EQ(ListJson(), before);
 }
 
+TEST_F(CliIntegrationTest, CompareShowsTheFrozenSpecDifferences) {
+  auto daemon = StartDaemon();
+  v1::Experiment base = SubmitJson({"-f", Example("16k-nocache.yaml")});
+  v1::Experiment delta = SubmitJson({"--base", base.id(), "--set", "workload.concurrency=96"});
+  RunResult compare = Cli({"compare", base.id(), delta.id()});
+  EXPECT_EQ(compare.exit_code, 0) << compare.err;
+  EXPECT_THAT(compare.out, ::testing::ContainsRegex("workload.concurrency +128 +96"));
+  EXPECT_THAT(compare.out, HasSubstr("results (whole / steady window)"));
+  RunResult json = Cli({"compare", base.id(), delta.id(), "-o", "json"});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(ParseJson<v1::ListExperimentsResponse>(json.out).experiments_size(), 2);
+
+  const std::string before = ListJson();
+  RunResult one = Cli({"compare", base.id()});
+  EXPECT_EQ(one.exit_code, kExitUsage);
+  EXPECT_THAT(one.err, HasSubstr("at least two"));
+  RunResult unknown = Cli({"compare", base.id(), "exp-999"});
+  EXPECT_EQ(unknown.exit_code, kExitNotFound);
+  EXPECT_THAT(unknown.err, HasSubstr("exp-999"));
+  EXPECT_EQ(ListJson(), before);
+}
+
 TEST_F(CliIntegrationTest, WatchWaitAndCancel) {
   auto daemon = StartDaemon();
   v1::Experiment e = SubmitJson({"-f", Example("16k-nocache.yaml")});
