@@ -19,7 +19,7 @@ struct StageChoice {
 };
 
 // Launch decision for one side from its fingerprints.
-StageChoice DecideLaunch(const char* side, const std::string& wanted,
+StageChoice DecideLaunch(const std::string& side, const std::string& wanted,
                          const std::optional<HotDeployment>& hot, const std::string& running) {
   if (!hot.has_value() || running.empty()) {
     return {v1::STAGE_ACTION_RUN, absl::StrCat("no ", side, " instance running")};
@@ -52,9 +52,8 @@ bool ChooseLaunches(const v1::Fingerprints& want, const std::optional<HotDeploym
   const v1::Fingerprints& running = hot.has_value() ? hot->fingerprints : none;
   for (const StageInfo& info : StageTable()) {
     if (info.launches == v1::SIDE_UNSPECIFIED) continue;
-    const std::string side = SideLabel(info.launches);
-    choices[info.name] = DecideLaunch(side.c_str(), FingerprintOf(want, info.launches), hot,
-                                      FingerprintOf(running, info.launches));
+    choices[info.name] = DecideLaunch(SideLabel(info.launches), FingerprintOf(want, info.launches),
+                                      hot, FingerprintOf(running, info.launches));
   }
   const bool prefill = choices[v1::STAGE_LAUNCH_PREFILL].action == v1::STAGE_ACTION_RUN;
   const bool decode = choices[v1::STAGE_LAUNCH_DECODE].action == v1::STAGE_ACTION_RUN;

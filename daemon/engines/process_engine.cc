@@ -65,10 +65,6 @@ std::string Describe(const v1::ServingInstance& instance, const Process& p) {
       " instance (pid ", p.pid, ", port ", p.port, ")");
 }
 
-std::string Describe(const v1::ServingInstance& instance) {
-  return Describe(instance, ProcessesOf(instance).front());
-}
-
 }  // namespace
 
 ServingProtocol VllmProtocol() {
