@@ -1,5 +1,7 @@
 #include "analysis/decision.h"
 
+#include <cmath>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -49,6 +51,32 @@ absl::StatusOr<double> MetricValue(const v1::WindowResult& window, const std::st
       absl::StrCat("analysis.decision.metric: unknown metric \"", metric, "\""));
 }
 
+namespace {
+
+// The decision metric of every run: Result.repeats, or the one window's.
+struct RunStats {
+  double mean = 0;
+  double variance = 0;  // Sample variance; 0 with one run.
+  int runs = 1;
+};
+
+RunStats StatsOf(const v1::Result& result, double single) {
+  RunStats stats{.mean = single};
+  if (result.repeats_size() < 2) return stats;
+  stats.runs = result.repeats_size();
+  double sum = 0;
+  for (const v1::RepeatResult& r : result.repeats()) sum += r.value();
+  stats.mean = sum / stats.runs;
+  double squares = 0;
+  for (const v1::RepeatResult& r : result.repeats()) {
+    squares += (r.value() - stats.mean) * (r.value() - stats.mean);
+  }
+  stats.variance = squares / (stats.runs - 1);
+  return stats;
+}
+
+}  // namespace
+
 absl::StatusOr<v1::Decision> Decide(const v1::Result& candidate, const v1::Result& baseline,
                                     const std::string& baseline_experiment_id,
                                     const v1::DecisionRule& rule) {
@@ -59,19 +87,31 @@ absl::StatusOr<v1::Decision> Decide(const v1::Result& candidate, const v1::Resul
   if (!value.ok()) return value.status();
   absl::StatusOr<double> base = MetricValue(steady ? baseline.steady() : baseline.whole(), metric);
   if (!base.ok()) return base.status();
-  if (*base == 0) {
+  const RunStats mine = StatsOf(candidate, *value);
+  const RunStats theirs = StatsOf(baseline, *base);
+  if (theirs.mean == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("baseline ", baseline_experiment_id, " has ", metric, " = 0"));
   }
   v1::Decision d;
   d.set_baseline_experiment_id(baseline_experiment_id);
   d.set_metric(absl::StrCat(steady ? "steady." : "whole.", metric));
-  d.set_baseline_value(*base);
-  d.set_value(*value);
-  double delta = (*value - *base) / *base;
+  d.set_baseline_value(theirs.mean);
+  d.set_value(mine.mean);
+  d.set_repeats(mine.runs);
+  d.set_baseline_repeats(theirs.runs);
+  const double delta = (mine.mean - theirs.mean) / theirs.mean;
   d.set_delta_fraction(delta);
-  double improvement = LowerIsBetter(metric) ? -delta : delta;
-  d.set_verdict(improvement >= rule.min_improvement() ? v1::VERDICT_KEEP : v1::VERDICT_DISCARD);
+  // Standard error of the difference of the means, relative to the baseline.
+  const double spread =
+      std::sqrt(mine.variance / mine.runs + theirs.variance / theirs.runs) / std::abs(theirs.mean);
+  d.set_delta_spread(spread);
+  const double improvement = LowerIsBetter(metric) ? -delta : delta;
+  if ((mine.runs > 1 || theirs.runs > 1) && std::abs(delta) <= 2 * spread) {
+    d.set_verdict(v1::VERDICT_INCONCLUSIVE);
+  } else {
+    d.set_verdict(improvement >= rule.min_improvement() ? v1::VERDICT_KEEP : v1::VERDICT_DISCARD);
+  }
   return d;
 }
 

@@ -7,9 +7,12 @@
 // rule.metric names a field of WindowResult: a top-level number
 // ("output_tokens_per_second_per_device", "goodput", ...) where higher is
 // better, or "<latency>.<stat>" ("ttft.p99", "e2e.mean") where lower is
-// better. The window is rule.window (unspecified means whole). Verdict KEEP
-// when the improvement (in the metric's better direction) is at least
-// rule.min_improvement, else DISCARD.
+// better. The window is rule.window (unspecified means whole). With
+// repeated runs (Result.repeats) each side's value is the mean of its runs,
+// and delta_spread the standard error of the relative difference; the
+// verdict is INCONCLUSIVE when |delta| <= 2 x delta_spread (run-to-run
+// noise). Otherwise KEEP when the improvement (in the metric's better
+// direction) is at least rule.min_improvement, else DISCARD.
 //
 // Errors: INVALID_ARGUMENT for an unknown metric (naming
 // analysis.decision.metric) or a zero baseline value. Pure; thread-compatible.

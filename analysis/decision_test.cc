@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <vector>
+
 #include "tests/testing/status_matchers.h"
 
 namespace servelab::analysis {
@@ -33,6 +36,43 @@ TEST(DecideTest, FittedLayoutIsASmallRealGain) {
   rule.set_min_improvement(0.01);
   EXPECT_EQ(Decide(WithPerCard(149.1070, 0), WithPerCard(147.9064, 0), "exp-1", rule)->verdict(),
             v1::VERDICT_DISCARD);
+}
+
+v1::Result WithRuns(const std::vector<double>& runs) {
+  v1::Result r = WithPerCard(runs.front(), 0);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    v1::RepeatResult& run = *r.add_repeats();
+    run.set_repeat(static_cast<int>(i) + 1);
+    run.set_value(runs[i]);
+  }
+  return r;
+}
+
+TEST(DecideTest, RepeatsWithinTheirNoiseAreInconclusive) {
+  v1::DecisionRule rule;
+  rule.set_metric("output_tokens_per_second_per_device");
+  rule.set_min_improvement(0.005);
+  // The +0.81 % layout gain, with runs that each vary by about 1 %.
+  absl::StatusOr<v1::Decision> d =
+      Decide(WithRuns({149.1, 150.6, 147.6}), WithRuns({147.9, 149.4, 146.4}), "exp-1", rule);
+  ASSERT_THAT(d, IsOk());
+  EXPECT_NEAR(d->value(), 149.1, 1e-9);
+  EXPECT_NEAR(d->baseline_value(), 147.9, 1e-9);
+  EXPECT_NEAR(d->delta_fraction(), 1.2 / 147.9, 1e-9);
+  // Sample sd 1.5 on each side: SE = sqrt(2 * 1.5^2 / 3) = 1.2247.
+  EXPECT_NEAR(d->delta_spread(), std::sqrt(2 * 2.25 / 3) / 147.9, 1e-9);
+  EXPECT_EQ(d->repeats(), 3);
+  EXPECT_EQ(d->baseline_repeats(), 3);
+  EXPECT_EQ(d->verdict(), v1::VERDICT_INCONCLUSIVE);
+
+  // The same gain with tight runs is a real one.
+  d = Decide(WithRuns({149.10, 149.12, 149.08}), WithRuns({147.90, 147.92, 147.88}), "exp-1", rule);
+  ASSERT_THAT(d, IsOk());
+  EXPECT_EQ(d->verdict(), v1::VERDICT_KEEP);
+  // A single run on each side has no spread: the old rule applies.
+  d = Decide(WithPerCard(149.1070, 0), WithPerCard(147.9064, 0), "exp-1", rule);
+  EXPECT_EQ(d->delta_spread(), 0);
+  EXPECT_EQ(d->verdict(), v1::VERDICT_KEEP);
 }
 
 TEST(DecideTest, SteadyWindowAndLowerIsBetterLatency) {

@@ -1,6 +1,7 @@
 #include "client/commands.h"
 
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/cli_io.h"
 #include "client/exit_codes.h"
 #include "client/output.h"
 #include "servelab/v1/service.grpc.pb.h"
@@ -27,13 +29,43 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Unary calls are short; a wedged daemon should not hang a script forever.
-constexpr absl::Duration kUnaryDeadline = absl::Seconds(30);
-
 constexpr char kAddressHelp[] =
     "Address: --addr, else $SERVELAB_ADDR, else unix:$SERVELAB_STATE_DIR/servelab.sock when\n"
     "SERVELAB_STATE_DIR is set, else unix:./.state/servelab.sock. Forms: unix:PATH,\n"
     "tcp:HOST:PORT (servelabd writes its bound address to STATE_DIR/servelabd.addr).\n";
+
+// One progress line redrawn in place on a terminal; a change of stage or
+// state keeps the previous line, so the history stays on screen. Inactive
+// (does nothing) without a stream.
+class LiveLine {
+ public:
+  explicit LiveLine(std::ostream* out) : out_(out) {}
+  bool active() const { return out_ != nullptr; }
+  void Show(const v1::Experiment& e) {
+    if (out_ == nullptr) return;
+    const std::string key = absl::StrCat(e.state(), "/", CurrentStageName(e));
+    if (shown_ && key != key_) *out_ << "\n";
+    *out_ << "\r\033[K" << FormatLiveProgress(e, absl::Now());
+    out_->flush();
+    shown_ = true;
+    key_ = key;
+  }
+  void End() {
+    if (out_ != nullptr && shown_) *out_ << "\n";
+    shown_ = false;
+  }
+
+ private:
+  static int CurrentStageName(const v1::Experiment& e) {
+    for (const v1::Stage& stage : e.stages()) {
+      if (stage.status() == v1::STAGE_STATUS_RUNNING) return stage.name();
+    }
+    return v1::STAGE_UNSPECIFIED;
+  }
+  std::ostream* out_;
+  bool shown_ = false;
+  std::string key_;
+};
 
 struct DeltaArgs {
   std::vector<std::string> set;
@@ -138,11 +170,17 @@ class Cli {
     std::unique_ptr<grpc::ClientReader<v1::Experiment>> reader =
         Stub().WatchExperiment(&context, request);
     v1::Experiment experiment;
+    LiveLine live(OutIsTerminal() && !Json() ? &out_ : nullptr);
     while (reader->Read(&experiment)) {
-      out_ << (Json() ? ToJson(experiment, /*pretty=*/false) + "\n"
-                      : FormatWatchLine(experiment, absl::Now()));
+      if (live.active()) {
+        live.Show(experiment);
+      } else {
+        out_ << (Json() ? ToJson(experiment, /*pretty=*/false) + "\n"
+                        : FormatWatchLine(experiment, absl::Now()));
+      }
       out_.flush();
     }
+    live.End();
     grpc::Status status = reader->Finish();
     if (!status.ok()) return Fail(status);
     return kExitOk;
@@ -172,14 +210,18 @@ class Cli {
     v1::Experiment last;
     bool got_one = false;
     bool done = false;
+    // Progress goes to stderr, so stdout keeps only the one result line.
+    LiveLine live(ErrIsTerminal() ? &err_ : nullptr);
     while (reader->Read(&last)) {
       got_one = true;
+      live.Show(last);
       if (reached(last)) {
         done = true;
         context.TryCancel();
         break;
       }
     }
+    live.End();
     grpc::Status status = reader->Finish();
     if (!done) {
       if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
@@ -256,8 +298,14 @@ class Cli {
     return kExitUsage;
   }
 
+  CliIo Io() { return CliIo{Stub(), out_, err_, Json(), address}; }
+
  private:
   bool Json() const { return output == "json"; }
+  // Live progress only for a person at a terminal; scripts and pipes keep
+  // the line-oriented output.
+  bool OutIsTerminal() const { return &out_ == &std::cout && isatty(STDOUT_FILENO) == 1; }
+  bool ErrIsTerminal() const { return &err_ == &std::cerr && isatty(STDERR_FILENO) == 1; }
 
   v1::ServeLab::Stub& Stub() {
     if (stub_ == nullptr) {
@@ -267,17 +315,7 @@ class Cli {
     return *stub_;
   }
 
-  static std::unique_ptr<grpc::ClientContext> UnaryContext() {
-    auto context = std::make_unique<grpc::ClientContext>();
-    context->set_deadline(absl::ToChronoTime(absl::Now() + kUnaryDeadline));
-    return context;
-  }
-
-  static std::string Cwd() {
-    std::error_code error;
-    fs::path cwd = fs::current_path(error);
-    return error ? "" : cwd.string();
-  }
+  static std::string Cwd() { return CurrentDir(); }
 
   // "-" reads stdin (relative paths then resolve against the cwd).
   int ReadSpec(const std::string& file, v1::SubmitExperimentRequest* request) {
@@ -310,18 +348,7 @@ class Cli {
                     : FormatExperiment(experiment, absl::Now()));
   }
 
-  int Fail(const grpc::Status& status) {
-    std::string message = status.error_message();
-    if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-        !absl::StartsWith(message, "servelabd")) {
-      message = absl::StrCat("cannot reach servelabd at ", address,
-                             " (is it running? start it with `servelabd --state-dir DIR`; "
-                             "see --help for how the address is chosen): ",
-                             message);
-    }
-    err_ << "error: " << StatusCodeName(status.error_code()) << ": " << message << "\n";
-    return ExitCodeFor(status.error_code());
-  }
+  int Fail(const grpc::Status& status) { return FailRpc(Io(), status); }
 
   std::ostream& out_;
   std::ostream& err_;
@@ -351,6 +378,38 @@ void AddSubmitOptions(CLI::App* command, SubmitArgs* args) {
 
 }  // namespace
 
+std::unique_ptr<grpc::ClientContext> UnaryContext() {
+  // Unary calls are short; a wedged daemon should not hang a script forever.
+  constexpr absl::Duration kUnaryDeadline = absl::Seconds(30);
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(absl::ToChronoTime(absl::Now() + kUnaryDeadline));
+  return context;
+}
+
+int FailRpc(const CliIo& io, const grpc::Status& status) {
+  std::string message = status.error_message();
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+      !absl::StartsWith(message, "servelabd")) {
+    message = absl::StrCat("cannot reach servelabd at ", io.address,
+                           " (is it running? start it with `servelabd --state-dir DIR`; "
+                           "see --help for how the address is chosen): ",
+                           message);
+  }
+  io.err << "error: " << StatusCodeName(status.error_code()) << ": " << message << "\n";
+  return ExitCodeFor(status.error_code());
+}
+
+int FailUsage(const CliIo& io, const std::string& message) {
+  io.err << "error: usage: " << message << "\n";
+  return kExitUsage;
+}
+
+std::string CurrentDir() {
+  std::error_code error;
+  fs::path cwd = fs::current_path(error);
+  return error ? "" : cwd.string();
+}
+
 std::string DefaultAddress() {
   if (const char* addr = std::getenv("SERVELAB_ADDR"); addr != nullptr && *addr != '\0') {
     return addr;
@@ -377,6 +436,9 @@ struct CommandArgs {
   std::string timeout;
   DeltaArgs resume_delta;
   std::vector<std::string> ids;
+  std::string side = "all";
+  ImportArgs import;
+  std::string html;
 };
 
 // submit, plan, status, list: commands that create or read experiments.
@@ -456,6 +518,42 @@ void AddFollowCommands(CLI::App& app, Cli& cli, CommandArgs& args, std::function
       "The handoff: daemon state, lane, queue, hot deployment, best per scenario, "
       "recent failures, next step");
   summary->callback([&] { run = [&] { return cli.Summary(); }; });
+
+  CLI::App* release = app.add_subcommand(
+      "release",
+      "Stop the hot deployment (or one side) through the lane, never during a load, and "
+      "free its devices; the next experiment launches what it needs");
+  release->add_option("--side", args.side, "prefill, decode, router or all (default)")
+      ->check(CLI::IsMember({"prefill", "decode", "router", "all"}));
+  release->callback([&] { run = [&] { return ReleaseCommand(cli.Io(), args.side); }; });
+}
+
+// import, report: raw records in from another tool, out as a report.
+void AddRecordCommands(CLI::App& app, Cli& cli, CommandArgs& args, std::function<int()>& run) {
+  CLI::App* import = app.add_subcommand(
+      "import",
+      "Store a run measured by another load generator (vllm: `vllm bench serve "
+      "--save-result --save-detailed` JSON; aisbench: <dataset>_details.jsonl with its "
+      "db_data/) as an experiment marked external, and analyze it like any other");
+  import->add_option("--tool", args.import.tool, "vllm or aisbench")->required();
+  import->add_option("file", args.import.file, "The tool's result file")->required();
+  import->add_option("--spec", args.import.spec_file,
+                     "Spec describing the measured deployment (scenario, devices, analysis)");
+  import->add_option("--base", args.import.base, "Or an experiment whose spec describes it");
+  import->add_option("--set", args.import.set, "PATH=VALUE applied to that spec, repeatable")
+      ->allow_extra_args(false);
+  import->callback([&] { run = [&] { return ImportCommand(cli.Io(), args.import);
+};
+}  // namespace servelab::client
+);
+
+CLI::App* report = app.add_subcommand(
+    "report",
+    "Write one self-contained HTML file: stage timeline, latency CDFs and in-flight "
+    "requests against the baseline, throughput per device, decision, launch commands");
+report->add_option("id", args.id, "Experiment id")->required();
+report->add_option("--html", args.html, "Output file")->required();
+report->callback([&] { run = [&] { return ReportCommand(cli.Io(), args.id, args.html); }; });
 }
 
 int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
@@ -476,6 +574,7 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CommandArgs args;
   AddExperimentCommands(app, cli, args, run);
   AddFollowCommands(app, cli, args, run);
+  AddRecordCommands(app, cli, args, run);
 
   for (CLI::App* command : app.get_subcommands({})) {
     command->footer(absl::StrCat("\n", kExitCodeTable));

@@ -4,6 +4,7 @@
 #include <google/protobuf/util/time_util.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <vector>
 
@@ -162,6 +163,19 @@ void AppendCommands(const v1::Experiment& e, std::string& out) {
   }
 }
 
+// "keep (+1.23% vs exp-1)"; with repeated runs the spread and run counts:
+// "inconclusive (+0.81% ± 0.60% vs exp-1, 3 vs 3 runs)".
+std::string DecisionText(const v1::Decision& d) {
+  if (d.repeats() > 1 || d.baseline_repeats() > 1) {
+    return absl::StrFormat("%s (%+.2f%% \u00b1 %.2f%% vs %s, %d vs %d runs)",
+                           VerdictLabel(d.verdict()), d.delta_fraction() * 100,
+                           d.delta_spread() * 100, d.baseline_experiment_id(),
+                           std::max(1, d.repeats()), std::max(1, d.baseline_repeats()));
+  }
+  return absl::StrFormat("%s (%+.2f%% vs %s)", VerdictLabel(d.verdict()), d.delta_fraction() * 100,
+                         d.baseline_experiment_id());
+}
+
 // Throughput per window and the decision against the baseline.
 void AppendResult(const v1::Experiment& e, std::string& out) {
   if (e.has_result() && e.result().has_whole()) {
@@ -174,11 +188,14 @@ void AppendResult(const v1::Experiment& e, std::string& out) {
     };
     window("whole", e.result().whole());
     if (e.result().has_steady()) window("steady", e.result().steady());
+    for (const v1::RepeatResult& run : e.result().repeats()) {
+      absl::StrAppend(
+          &out, absl::StrFormat("  run %d: %s = %.4f (%d completed, %d failed)\n", run.repeat(),
+                                e.spec().analysis().decision().metric(), run.value(),
+                                run.requests_completed(), run.requests_failed()));
+    }
     if (e.result().has_decision() && e.result().decision().verdict() != v1::VERDICT_UNSPECIFIED) {
-      const v1::Decision& d = e.result().decision();
-      absl::StrAppend(&out,
-                      absl::StrFormat("  decision: %s (%+.2f%% vs %s)\n", VerdictLabel(d.verdict()),
-                                      d.delta_fraction() * 100, d.baseline_experiment_id()));
+      absl::StrAppend(&out, "  decision: ", DecisionText(e.result().decision()), "\n");
     }
   }
 }
@@ -205,7 +222,14 @@ std::string FormatExperiment(const v1::Experiment& e, absl::Time now) {
   AppendRow(&out, "state", StateLabel(e.state()));
   AppendRow(&out, "stage", CurrentStage(e, now));
   AppendRow(&out, "formal requests", FormatProgress(e.progress()));
-  if (IsSet(e.progress().first_formal_request_at())) {
+  if (e.has_external()) {
+    const v1::ExternalSource& x = e.external();
+    AppendRow(&out, "imported",
+              absl::StrCat("measured by ", x.tool(),
+                           x.tool_version().empty() ? "" : absl::StrCat(" ", x.tool_version()),
+                           x.file_name().empty() ? "" : absl::StrCat(" (", x.file_name(), ")"),
+                           "; servelab sent no request"));
+  } else if (IsSet(e.progress().first_formal_request_at())) {
     std::string first = FormatTimestamp(e.progress().first_formal_request_at());
     if (e.progress().has_first_formal_request_delay()) {
       absl::StrAppend(&first, " (",
@@ -281,11 +305,7 @@ void AppendResults(const std::vector<v1::Experiment>& experiments, std::string& 
   std::vector<std::string> decisions;
   for (const v1::Experiment& e : experiments) {
     const v1::Decision& d = e.result().decision();
-    decisions.push_back(d.verdict() == v1::VERDICT_UNSPECIFIED
-                            ? "-"
-                            : absl::StrFormat("%s %+.2f%% vs %s", VerdictLabel(d.verdict()),
-                                              d.delta_fraction() * 100,
-                                              d.baseline_experiment_id()));
+    decisions.push_back(d.verdict() == v1::VERDICT_UNSPECIFIED ? "-" : DecisionText(d));
   }
   AppendCompareRow(out, "decision", decisions);
 }
@@ -338,6 +358,45 @@ std::string FormatWatchLine(const v1::Experiment& e, absl::Time now) {
   return line + "\n";
 }
 
+std::string FormatLiveProgress(const v1::Experiment& e, absl::Time now) {
+  const v1::Progress& p = e.progress();
+  std::string eta = "-";
+  const int64_t done = p.formal_requests_completed() + p.formal_requests_failed();
+  if (IsFinal(e.state())) {
+    eta = "0s";
+  } else if (IsSet(p.first_formal_request_at()) && done > 0) {
+    const absl::Duration formal = now - ToTime(p.first_formal_request_at());
+    const int64_t left = std::max<int64_t>(0, p.formal_requests_planned() - done);
+    eta = FormatAge(absl::Seconds(std::ceil(absl::ToDoubleSeconds(formal) * left / done)));
+  }
+  const std::string elapsed =
+      IsSet(e.submitted_at()) ? FormatAge(now - ToTime(e.submitted_at())) : "-";
+  return absl::StrCat(e.id(), " ", StateLabel(e.state()), " ", CurrentStage(e, now), " ",
+                      p.formal_requests_sent(), "/", p.formal_requests_planned(), " sent, ",
+                      p.formal_requests_completed(), " completed, ", p.formal_requests_failed(),
+                      " failed, elapsed ", elapsed, ", eta ", eta);
+}
+
+std::string FormatHotDeployment(const v1::HotDeployment& hot) {
+  std::string out;
+  if (hot.experiment_id().empty()) {
+    AppendRow(&out, "hot deployment", "none (the devices are free)");
+    return out;
+  }
+  std::string text = absl::StrCat("spec of ", hot.experiment_id());
+  if (IsSet(hot.warm_since()))
+    absl::StrAppend(&text, ", warm since ", FormatTimestamp(hot.warm_since()));
+  if (!hot.cache_state().empty()) absl::StrAppend(&text, ", cache ", hot.cache_state());
+  AppendRow(&out, "hot deployment", text);
+  for (const v1::ServingInstance& instance : hot.instances()) {
+    absl::StrAppend(&out,
+                    absl::StrFormat("  %-8s pid %d, port %d, %d process(es), launched by %s\n",
+                                    SideLabel(instance.side()), instance.pid(), instance.port(),
+                                    1 + instance.extra_ranks_size(), instance.experiment_id()));
+  }
+  return out;
+}
+
 std::string FormatSummary(const v1::Summary& s) {
   std::string out;
   // Not serving: recovering, or refusing work since a ledger write failed;
@@ -353,16 +412,7 @@ std::string FormatSummary(const v1::Summary& s) {
             s.queue().empty()
                 ? "empty"
                 : absl::StrCat(absl::StrJoin(s.queue(), ", "), " (", s.queue_size(), ")"));
-  if (s.hot_deployment().experiment_id().empty()) {
-    AppendRow(&out, "hot deployment", "none");
-  } else {
-    const v1::HotDeployment& hot = s.hot_deployment();
-    std::string text = absl::StrCat("spec of ", hot.experiment_id());
-    if (IsSet(hot.warm_since()))
-      absl::StrAppend(&text, ", warm since ", FormatTimestamp(hot.warm_since()));
-    if (!hot.cache_state().empty()) absl::StrAppend(&text, ", cache ", hot.cache_state());
-    AppendRow(&out, "hot deployment", text);
-  }
+  absl::StrAppend(&out, FormatHotDeployment(s.hot_deployment()));
   if (s.best().empty()) {
     AppendRow(&out, "best", "none yet");
   } else {

@@ -40,8 +40,15 @@ std::string FormatComparison(const std::vector<v1::Experiment>& experiments);
 std::string FormatExperimentList(const v1::ListExperimentsResponse& list);
 // `servelab watch`: one line per update.
 std::string FormatWatchLine(const v1::Experiment& experiment, absl::Time now);
+// `servelab wait` / `watch` on a terminal: one line redrawn in place —
+// "exp-3 running formal_load 512/2000 sent, 480 completed, 0 failed,
+// elapsed 12s, eta 35s". The ETA extrapolates the formal load's completion
+// rate since its first request; "eta -" before there is one.
+std::string FormatLiveProgress(const v1::Experiment& experiment, absl::Time now);
 // `servelab summary`.
 std::string FormatSummary(const v1::Summary& summary);
+// The "hot deployment" row and one line per side holding devices.
+std::string FormatHotDeployment(const v1::HotDeployment& hot);
 
 }  // namespace servelab::client
 

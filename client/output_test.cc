@@ -136,7 +136,7 @@ TEST(FormatComparisonTest, ShowsEachDifferingFieldAndTheResults) {
   EXPECT_THAT(text, ::testing::ContainsRegex("workload.concurrency +16 +8"));
   EXPECT_THAT(text, Not(HasSubstr("workload.num_requests")));
   EXPECT_THAT(text, ::testing::ContainsRegex("output tok/s per device +147.9 / 0 +149.1 / 0"));
-  EXPECT_THAT(text, HasSubstr("keep +0.81% vs exp-1"));
+  EXPECT_THAT(text, HasSubstr("keep (+0.81% vs exp-1)"));
   b.mutable_spec()->mutable_workload()->set_concurrency(16);
   EXPECT_THAT(FormatComparison({a, b}), HasSubstr("none: the frozen specs are equal"));
 }

@@ -104,7 +104,7 @@ TEST(SqliteRecordFileTest, RequestsTableHasTheDaemonStoresColumns) {
   std::vector<std::string> file = RequestsColumnsOf(dir.File("run.sqlite"));
   ASSERT_GE(file.size(), 18u);
   EXPECT_EQ(file, RequestsColumnsOf(dir.File("servelab.db")));
-  EXPECT_EQ(file.back(), "queued_ns INTEGER 1 - 0");
+  EXPECT_EQ(file.back(), "repeat INTEGER 1 - 4");
 }
 
 // The layout servelab-load wrote before the requests table gained queued_ns:

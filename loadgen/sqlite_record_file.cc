@@ -77,7 +77,8 @@ absl::Status ReadSpec(SqliteDb& db, v1::ExperimentSpec& spec) {
 // that shows a file in an older layout in the current columns, so it is read
 // with the same codec. Older layouts: `idx` before it was named
 // request_index; queued_ns kept in a side table `load_records_extra` before
-// it was a column (0 where the side row is missing).
+// it was a column (0 where the side row is missing); no `repeat` column
+// before workload.repeats (every row is run 1).
 absl::StatusOr<std::string> RequestsSource(SqliteDb& db) {
   absl::flat_hash_set<std::string> columns;
   {
@@ -93,7 +94,8 @@ absl::StatusOr<std::string> RequestsSource(SqliteDb& db) {
     return absl::InvalidArgumentError(
         absl::StrCat(db.path(), " has no requests table: not a servelab-load record file"));
   }
-  if (columns.contains("request_index") && columns.contains("queued_ns")) {
+  if (columns.contains("request_index") && columns.contains("queued_ns") &&
+      columns.contains("repeat")) {
     return std::string("main.requests");
   }
   const std::string index = columns.contains("request_index") ? "request_index" : "idx";
@@ -114,6 +116,7 @@ absl::StatusOr<std::string> RequestsSource(SqliteDb& db) {
     std::string expr = absl::StrCat("r.", std::string(c.name));
     if (c.name == "request_index") expr = absl::StrCat("r.", index, " AS request_index");
     if (c.name == "queued_ns" && !join.empty()) expr = "COALESCE(e.queued_ns, 0) AS queued_ns";
+    if (c.name == "repeat" && !columns.contains("repeat")) expr = "1 AS repeat";
     absl::StrAppend(&select, select.empty() ? "" : ", ", expr);
   }
   SERVELAB_RETURN_IF_ERROR(db.Exec(absl::StrCat("CREATE TEMP VIEW older_requests AS SELECT ",
@@ -144,8 +147,9 @@ absl::StatusOr<RecordFile> ReadSqliteRecordFile(const std::string& path) {
   SERVELAB_RETURN_IF_ERROR(ReadSpec(*db, file.spec));
   SERVELAB_ASSIGN_OR_RETURN(std::string source, RequestsSource(*db));
   SERVELAB_ASSIGN_OR_RETURN(
-      Statement list, db->Prepare(absl::StrCat("SELECT ", storage::RequestColumnList(), " FROM ",
-                                               source, " ORDER BY phase, attempt, request_index")));
+      Statement list,
+      db->Prepare(absl::StrCat("SELECT ", storage::RequestColumnList(), " FROM ", source,
+                               " ORDER BY phase, attempt, repeat, request_index")));
   while (true) {
     SERVELAB_ASSIGN_OR_RETURN(bool row, list.Step());
     if (!row) break;

@@ -133,7 +133,38 @@ CREATE INDEX experiments_by_base ON experiments (base_id);
 ALTER TABLE requests RENAME COLUMN idx TO request_index;
 )sql";
 
-constexpr std::array<std::string_view, 2> kMigrations = {kV1, kV2};
+// workload.repeats: a formal load may run several times in one attempt, so
+// the run (`repeat`, 1 for every row stored before) joins the primary key.
+// SQLite cannot change a primary key in place: the table is rebuilt.
+constexpr std::string_view kV3 = R"sql(
+CREATE TABLE requests_v3 (
+  experiment_id TEXT NOT NULL REFERENCES experiments (id),
+  phase INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  request_index INTEGER NOT NULL,
+  planned_send_ns INTEGER NOT NULL,
+  sent_ns INTEGER NOT NULL,
+  first_token_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  chunk_ns BLOB NOT NULL,
+  prompt_tokens INTEGER NOT NULL,
+  completion_tokens INTEGER NOT NULL,
+  cached_tokens INTEGER NOT NULL,
+  http_status INTEGER NOT NULL,
+  error TEXT NOT NULL,
+  requested_prompt_tokens INTEGER NOT NULL,
+  requested_completion_tokens INTEGER NOT NULL,
+  load_start INTEGER,
+  queued_ns INTEGER NOT NULL,
+  repeat INTEGER NOT NULL,
+  PRIMARY KEY (experiment_id, phase, attempt, repeat, request_index)
+);
+INSERT INTO requests_v3 SELECT *, 1 FROM requests;
+DROP TABLE requests;
+ALTER TABLE requests_v3 RENAME TO requests;
+)sql";
+
+constexpr std::array<std::string_view, 3> kMigrations = {kV1, kV2, kV3};
 
 }  // namespace
 

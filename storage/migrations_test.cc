@@ -69,6 +69,31 @@ TEST_F(MigrationsTest, AppliesOnlyMissingSteps) {
   EXPECT_EQ(db->QueryInt("SELECT count(*) FROM a").value(), 1);
 }
 
+// A database from before workload.repeats keeps its records, each run 1,
+// and the run joins the key.
+TEST_F(MigrationsTest, RequestsFromVersionTwoBecomeRunOne) {
+  auto db = OpenDb();
+  absl::Span<const std::string_view> all = SchemaMigrations();
+  ASSERT_GE(all.size(), 3u);
+  ASSERT_THAT(Migrate(*db, all.subspan(0, 2)), IsOk());
+  ASSERT_THAT(db->Exec("INSERT INTO specs VALUES ('h', '{}', x'');"
+                       "INSERT INTO experiments (id, seq, scenario, state, spec_sha256, "
+                       "failure_class, experiment) VALUES ('exp-1', 1, 's', 3, 'h', 0, x'');"
+                       "INSERT INTO requests VALUES ('exp-1', 4, 1, 0, 0, 1, 2, 3, x'', 1, 1, "
+                       "-1, 200, '', 1, 1, NULL, 0);"),
+              IsOk());
+  ASSERT_THAT(Migrate(*db), IsOk());
+  EXPECT_EQ(db->QueryInt("SELECT repeat FROM requests WHERE experiment_id = 'exp-1'").value(), 1);
+  // Run 2 of the same request is a new row, not a duplicate.
+  EXPECT_THAT(db->Exec("INSERT INTO requests SELECT experiment_id, phase, attempt, request_index, "
+                       "planned_send_ns, sent_ns, first_token_ns, end_ns, chunk_ns, prompt_tokens, "
+                       "completion_tokens, cached_tokens, http_status, error, "
+                       "requested_prompt_tokens, requested_completion_tokens, load_start, "
+                       "queued_ns, 2 FROM requests"),
+              IsOk());
+  EXPECT_EQ(db->QueryInt("SELECT count(*) FROM requests").value(), 2);
+}
+
 TEST_F(MigrationsTest, FailingStepRollsBackAndKeepsVersion) {
   std::vector<std::string_view> steps = {
       "CREATE TABLE a (x INTEGER);",

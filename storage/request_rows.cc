@@ -81,9 +81,10 @@ constexpr ColumnCodec kCodecs[] = {
        return absl::OkStatus();
      }},
     IntColumn<&R::queued_ns, &R::set_queued_ns>("queued_ns"),
+    IntColumn<&R::repeat, &R::set_repeat>("repeat"),
 };
 
-constexpr std::string_view kPrimaryKey = "experiment_id, phase, attempt, request_index";
+constexpr std::string_view kPrimaryKey = "experiment_id, phase, attempt, repeat, request_index";
 
 }  // namespace
 

@@ -32,6 +32,7 @@ v1::RequestRecord FullRecord() {
   r.set_phase(v1::PHASE_FORMAL);
   r.set_attempt(2);
   r.set_request_index(41);
+  r.set_repeat(3);
   r.set_planned_send_ns(1'000);
   r.set_sent_ns(1'007);
   r.set_first_token_ns(1'500);
@@ -78,7 +79,8 @@ std::vector<TableColumn> RequestsTableOf(SqliteDb& db) {
 
 std::vector<TableColumn> Expected() {
   std::vector<TableColumn> columns;
-  const std::vector<std::string> key = {"experiment_id", "phase", "attempt", "request_index"};
+  const std::vector<std::string> key = {"experiment_id", "phase", "attempt", "repeat",
+                                        "request_index"};
   for (const RequestColumn& c : RequestColumns()) {
     int pk = 0;
     for (size_t i = 0; i < key.size(); ++i) {

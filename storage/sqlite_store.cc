@@ -198,11 +198,41 @@ absl::Status SqliteStore::AppendEventLocked(std::string_view experiment_id,
 
 absl::StatusOr<std::string> SqliteStore::CreateExperiment(const v1::Experiment& experiment,
                                                           const core::Event& event) {
+  return CreateExperimentWithRecords(experiment, event, {});
+}
+
+absl::StatusOr<std::string> SqliteStore::CreateExperimentWithRecords(
+    const v1::Experiment& experiment, const core::Event& event,
+    const std::vector<v1::RequestRecord>& records) {
   if (experiment.spec_sha256().empty()) {
     return absl::InvalidArgumentError("experiment has no spec_sha256: freeze the spec first");
   }
   absl::MutexLock lock(&mu_);
   SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kImmediate));
+  SERVELAB_ASSIGN_OR_RETURN(std::string id, CreateLocked(experiment, event));
+  if (!records.empty()) {
+    SERVELAB_ASSIGN_OR_RETURN(Statement insert, db_->Prepare(InsertRequestSql()));
+    for (const v1::RequestRecord& record : records) {
+      v1::RequestRecord own = record;
+      own.set_experiment_id(id);
+      insert.Reset();
+      BindRequestRow(own, insert);
+      absl::Status status = insert.Run();
+      if (absl::IsAlreadyExists(status)) {
+        return absl::AlreadyExistsError(absl::StrCat(
+            "records[", &record - records.data(), "]: (", v1::Phase_Name(record.phase()),
+            ", attempt ", record.attempt(), ", repeat ", record.repeat(), ", index ",
+            record.request_index(), ") appears twice; nothing was stored"));
+      }
+      SERVELAB_RETURN_IF_ERROR(status);
+    }
+  }
+  SERVELAB_RETURN_IF_ERROR(txn.Commit());
+  return id;
+}
+
+absl::StatusOr<std::string> SqliteStore::CreateLocked(const v1::Experiment& experiment,
+                                                      const core::Event& event) {
   if (!experiment.base_id().empty()) {
     SERVELAB_ASSIGN_OR_RETURN(bool base_exists, ExperimentExistsLocked(experiment.base_id()));
     if (!base_exists) {
@@ -225,7 +255,6 @@ absl::StatusOr<std::string> SqliteStore::CreateExperiment(const v1::Experiment& 
   SERVELAB_RETURN_IF_ERROR(WriteExperimentLocked(stored, seq, /*insert=*/true));
   SERVELAB_RETURN_IF_ERROR(RunFailpointLocked("create"));
   SERVELAB_RETURN_IF_ERROR(AppendEventLocked(stored.id(), event));
-  SERVELAB_RETURN_IF_ERROR(txn.Commit());
   return stored.id();
 }
 
@@ -396,7 +425,7 @@ absl::StatusOr<std::vector<v1::RequestRecord>> SqliteStore::ListRequests(
   static const auto* const kList = new std::string(
       absl::StrCat("SELECT ", RequestColumnList(),
                    " FROM requests WHERE experiment_id = ?1 AND (?2 = 0 OR phase = ?2) "
-                   "AND (?3 = 0 OR attempt = ?3) ORDER BY attempt, request_index, phase"));
+                   "AND (?3 = 0 OR attempt = ?3) ORDER BY attempt, repeat, request_index, phase"));
   SERVELAB_ASSIGN_OR_RETURN(Statement list, db_->Prepare(*kList));
   list.BindText(1, experiment_id);
   list.BindInt(2, phase);

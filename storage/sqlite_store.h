@@ -60,6 +60,9 @@ class SqliteStore : public core::Store {
                                                            const Options& options);
   ~SqliteStore() override;
 
+  absl::StatusOr<std::string> CreateExperimentWithRecords(
+      const v1::Experiment& experiment, const core::Event& event,
+      const std::vector<v1::RequestRecord>& records) override;
   absl::StatusOr<std::string> CreateExperiment(const v1::Experiment& experiment,
                                                const core::Event& event) override;
   absl::Status UpdateExperiment(const v1::Experiment& experiment,
@@ -89,6 +92,10 @@ class SqliteStore : public core::Store {
 
   // Writes the spec (if new), the experiment row with `seq`, its stages and
   // result. `insert` chooses INSERT over UPDATE of the experiment row.
+  // CreateExperiment's writes, inside the caller's transaction.
+  absl::StatusOr<std::string> CreateLocked(const v1::Experiment& experiment,
+                                           const core::Event& event)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteExperimentLocked(const v1::Experiment& experiment, int64_t seq, bool insert)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status AppendEventLocked(std::string_view experiment_id, const core::Event& event)

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/labels.h"
 #include "common/status_macros.h"
+#include "daemon/core/experiment_draft.h"
 #include "daemon/core/hot_deployment.h"
 #include "daemon/core/planner.h"
 #include "daemon/core/spec/freeze.h"
@@ -21,45 +22,6 @@ namespace {
 
 constexpr auto ToProto = ToTimestamp;
 constexpr auto FromProto = FromTimestamp;
-
-// Applies `unset` then `set`, each error prefixed with the request field
-// and entry at fault.
-absl::Status ApplyDelta(v1::ExperimentSpec& spec,
-                        const google::protobuf::RepeatedPtrField<std::string>& unset,
-                        const google::protobuf::RepeatedPtrField<std::string>& set) {
-  for (const std::string& path : unset) {
-    absl::Status status = spec::ApplyUnset(spec, path);
-    if (!status.ok()) {
-      return absl::Status(status.code(), absl::StrCat("unset \"", path, "\": ", status.message()));
-    }
-  }
-  for (const std::string& assignment : set) {
-    absl::Status status = spec::ApplySet(spec, assignment);
-    if (!status.ok()) {
-      return absl::Status(status.code(),
-                          absl::StrCat("set \"", assignment, "\": ", status.message()));
-    }
-  }
-  return absl::OkStatus();
-}
-
-// One PENDING row per planned stage; freeze, done by the submit itself,
-// SUCCEEDED from receipt to freezing.
-void AddStageRows(v1::Experiment& experiment, absl::Time received, absl::Time frozen_at) {
-  for (const v1::PlannedStage& planned : experiment.plan().stages()) {
-    v1::Stage& stage = *experiment.add_stages();
-    stage.set_name(planned.stage());
-    stage.set_action(planned.action());
-    stage.set_reason(planned.reason());
-    stage.set_attempt(planned.stage() == v1::STAGE_FREEZE ? 1 : 0);
-    stage.set_status(v1::STAGE_STATUS_PENDING);
-    if (planned.stage() == v1::STAGE_FREEZE) {
-      stage.set_status(v1::STAGE_STATUS_SUCCEEDED);
-      *stage.mutable_started_at() = ToProto(received);
-      *stage.mutable_ended_at() = ToProto(frozen_at);
-    }
-  }
-}
 
 // The scenario's best succeeded experiment so far, by its decision window's
 // output tokens/s per device.
@@ -170,7 +132,9 @@ absl::StatusOr<v1::Experiment> ControlPlane::Submit(const v1::SubmitExperimentRe
   experiment.set_state(v1::EXPERIMENT_STATE_QUEUED);
   experiment.set_blocker(QueuedBlocker());
   experiment.mutable_progress()->set_formal_requests_planned(
-      reanalysis.has_value() ? 0 : frozen.spec.workload().num_requests());
+      reanalysis.has_value() ? 0
+                             : int64_t{frozen.spec.workload().num_requests()} *
+                                   std::max(1, frozen.spec.workload().repeats()));
   const absl::Time frozen_at = clock_.Now();
   *experiment.mutable_submitted_at() = ToProto(received);
   *experiment.mutable_updated_at() = ToProto(frozen_at);
@@ -376,16 +340,9 @@ absl::StatusOr<v1::Summary> ControlPlane::Summary() {
   for (auto& [scenario, b] : best) *summary.add_best() = b;
   for (auto& [failure_class, f] : failures) *summary.add_recent_failures() = f;
 
-  SERVELAB_ASSIGN_OR_RETURN(std::optional<HotDeployment> running, ReadHotDeployment(store_));
-  if (running.has_value()) {
-    v1::HotDeployment& hot = *summary.mutable_hot_deployment();
-    hot.set_experiment_id(running->experiment_id);
-    *hot.mutable_fingerprints() = running->fingerprints;
-    SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, store_.ListInstances());
-    for (const v1::ServingInstance& instance : instances) {
-      if (instance.has_warm_since()) *hot.mutable_warm_since() = instance.warm_since();
-    }
-    hot.set_cache_state(CacheState(all));
+  SERVELAB_ASSIGN_OR_RETURN(*summary.mutable_hot_deployment(), DescribeHotDeployment(store_));
+  if (!summary.hot_deployment().experiment_id().empty()) {
+    summary.mutable_hot_deployment()->set_cache_state(CacheState(all));
   }
   FillNextStep(summary, all.empty() ? nullptr : &all.back());
   return summary;

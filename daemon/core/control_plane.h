@@ -49,6 +49,11 @@ class ExperimentExecutor {
   virtual absl::Status LatchedError() { return absl::OkStatus(); }
   // The experiment holding the accelerator lane ("" when free) and its stage.
   virtual std::pair<std::string, v1::StageName> LaneOwner() = 0;
+  // Stops the hot deployment's `side` (UNSPECIFIED: every side) on the lane,
+  // and forgets it. FAILED_PRECONDITION while an experiment holds the lane.
+  virtual absl::StatusOr<v1::ReleaseDeploymentResponse> Release(v1::Side side) {
+    return absl::FailedPreconditionError("this daemon has no stage runner");
+  }
   // What `servelab plan` shows: each side's launch command for `spec`.
   virtual std::vector<v1::RenderedCommand> RenderCommands(const v1::ExperimentSpec& spec) {
     return {};
@@ -74,6 +79,15 @@ class ControlPlane {
   absl::StatusOr<v1::Experiment> Resume(const v1::ResumeExperimentRequest& request);
   absl::StatusOr<v1::Experiment> Cancel(std::string_view id);
   absl::StatusOr<v1::Summary> Summary();
+  // A run measured by another tool: validated, frozen and stored with its
+  // records in one transaction, then analyzed. INVALID_ARGUMENT names the
+  // record and field at fault; nothing is stored then.
+  absl::StatusOr<v1::Experiment> Import(const v1::ImportExperimentRequest& request);
+  // The stored records of `id`'s `phase` (UNSPECIFIED: the analyzed phase),
+  // following an analysis-only experiment to the records it analyzed.
+  absl::StatusOr<std::vector<v1::RequestRecord>> ListRecords(
+      const v1::ListRequestRecordsRequest& request);
+  absl::StatusOr<v1::ReleaseDeploymentResponse> Release(v1::Side side);
   // Experiments per state ("queued", "running", ...), every state listed.
   absl::StatusOr<std::map<std::string, int64_t>> CountByState();
 

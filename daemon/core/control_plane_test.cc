@@ -288,3 +288,103 @@ TEST_F(ControlPlaneTest, SummaryListsQueueAndCounts) {
 
 }  // namespace
 }  // namespace servelab::core
+
+namespace servelab::core {
+namespace {
+
+class ImportTest : public ControlPlaneTest {
+ protected:
+  // Three well-formed records of a run another tool measured.
+  v1::ImportExperimentRequest Request() {
+    v1::ImportExperimentRequest request;
+    v1::SubmitExperimentRequest source = FromExample("16k-nocache.yaml");
+    request.set_spec_text(source.spec_text());
+    request.set_spec_name(source.spec_name());
+    request.set_base_dir(source.base_dir());
+    request.mutable_external()->set_tool("vllm-bench-serve");
+    request.mutable_external()->set_tool_version("0.16.0");
+    for (int i = 0; i < 3; ++i) {
+      v1::RequestRecord& r = *request.add_records();
+      r.set_request_index(i);
+      r.set_sent_ns(i * 1'000'000);
+      r.set_first_token_ns(r.sent_ns() + 50'000'000);
+      r.add_chunk_ns(r.first_token_ns());
+      r.add_chunk_ns(r.first_token_ns() + 20'000'000);
+      r.set_end_ns(r.first_token_ns() + 20'000'000);
+      r.set_prompt_tokens(100);
+      r.set_completion_tokens(2);
+      r.set_http_status(200);
+    }
+    return request;
+  }
+
+  size_t Stored() {
+    absl::StatusOr<std::vector<v1::Experiment>> all = store_.ListExperiments({});
+    return all.ok() ? all->size() : 999;
+  }
+};
+
+TEST_F(ImportTest, StoresTheExperimentAndItsRecordsTogether) {
+  absl::StatusOr<v1::Experiment> e = plane_.Import(Request());
+  ASSERT_THAT(e, IsOk());
+  EXPECT_EQ(e->external().tool(), "vllm-bench-serve");
+  EXPECT_EQ(e->state(), v1::EXPERIMENT_STATE_QUEUED);
+  for (const v1::PlannedStage& stage : e->plan().stages()) {
+    const bool analysis = stage.stage() == v1::STAGE_ANALYZE || stage.stage() == v1::STAGE_DECIDE ||
+                          stage.stage() == v1::STAGE_FREEZE;
+    EXPECT_EQ(stage.action(), analysis ? v1::STAGE_ACTION_RUN : v1::STAGE_ACTION_SKIP)
+        << v1::StageName_Name(stage.stage());
+  }
+  absl::StatusOr<std::vector<v1::RequestRecord>> records =
+      store_.ListRequests(e->id(), v1::PHASE_FORMAL, 1);
+  ASSERT_THAT(records, IsOk());
+  ASSERT_EQ(records->size(), 3u);
+  EXPECT_EQ((*records)[0].experiment_id(), e->id());
+  EXPECT_EQ((*records)[0].repeat(), 1);
+  v1::ListRequestRecordsRequest list;
+  list.set_id(e->id());
+  absl::StatusOr<std::vector<v1::RequestRecord>> listed = plane_.ListRecords(list);
+  ASSERT_THAT(listed, IsOk());
+  EXPECT_EQ(listed->size(), 3u);
+}
+
+TEST_F(ImportTest, EachBadRecordIsRefusedByItsFieldAndNothingIsStored) {
+  const std::vector<std::pair<std::function<void(v1::ImportExperimentRequest&)>, std::string>>
+      cases = {
+          {[](auto& r) { r.clear_records(); }, "records: an import needs at least one"},
+          {[](auto& r) { r.mutable_external()->clear_tool(); }, "external.tool"},
+          {[](auto& r) { r.mutable_external()->set_tool("a\nb"); }, "control characters"},
+          {[](auto& r) { r.mutable_records(1)->set_end_ns(0); }, "records[1].end_ns"},
+          {[](auto& r) { r.mutable_records(1)->set_sent_ns(-5); }, "records[1].sent_ns"},
+          {[](auto& r) { r.mutable_records(2)->set_request_index(0); }, "records[2].request_index"},
+          {[](auto& r) { r.mutable_records(0)->set_phase(v1::PHASE_WARMUP); }, "records[0].phase"},
+          {[](auto& r) { r.mutable_records(0)->set_attempt(2); }, "records[0].attempt"},
+          {[](auto& r) { r.mutable_records(0)->set_chunk_ns(1, 1); }, "records[0].chunk_ns[1]"},
+          {[](auto& r) { r.mutable_records(2)->set_completion_tokens(-1); },
+           "records[2].completion_tokens"},
+          {[](auto& r) { r.add_set("workload.repeats=21"); }, "workload.repeats"},
+          {[](auto& r) { r.set_base_id("exp-404"); }, "exp-404"},
+      };
+  for (const auto& [mutate, expected] : cases) {
+    v1::ImportExperimentRequest request = Request();
+    mutate(request);
+    absl::StatusOr<v1::Experiment> e = plane_.Import(request);
+    ASSERT_FALSE(e.ok()) << expected;
+    EXPECT_THAT(std::string(e.status().message()), HasSubstr(expected));
+    EXPECT_TRUE(absl::IsInvalidArgument(e.status()) || absl::IsNotFound(e.status())) << e.status();
+  }
+  EXPECT_EQ(Stored(), 0u);
+  absl::StatusOr<std::vector<v1::RequestRecord>> any =
+      store_.ListRequests("exp-1", v1::PHASE_UNSPECIFIED, 0);
+  EXPECT_TRUE(!any.ok() || any->empty());
+}
+
+TEST_F(ImportTest, RecordsOfAnUnknownExperimentAreNotFound) {
+  v1::ListRequestRecordsRequest list;
+  list.set_id("exp-9");
+  EXPECT_THAT(plane_.ListRecords(list).status(),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("exp-9")));
+}
+
+}  // namespace
+}  // namespace servelab::core

@@ -7,6 +7,7 @@
 #include "common/labels.h"
 #include "common/status_macros.h"
 #include "daemon/core/hot_deployment.h"
+#include "daemon/core/launch_command_text.h"
 #include "daemon/core/ledger.h"
 #include "daemon/core/planner.h"
 #include "daemon/core/stages.h"
@@ -95,6 +96,7 @@ absl::StatusOr<Counters> LaunchSide(StageEnv& env, const v1::Experiment& e, v1::
   SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance instance, env.instances.Launch(command));
   instance.set_fingerprint(FingerprintOf(e.plan().fingerprints(), side));
   instance.set_experiment_id(e.id());
+  instance.set_command_text(CommandToText(command));
   *instance.mutable_launched_at() = ToTimestamp(env.clock.Now());
   // Stored before it is ready, so that a daemon crash now still knows the
   // process exists and can stop or adopt it.

@@ -39,4 +39,19 @@ absl::StatusOr<std::optional<HotDeployment>> ReadHotDeployment(Store& store) {
   return std::optional<HotDeployment>(hot);
 }
 
+absl::StatusOr<v1::HotDeployment> DescribeHotDeployment(Store& store) {
+  v1::HotDeployment hot;
+  SERVELAB_ASSIGN_OR_RETURN(std::optional<HotDeployment> running, ReadHotDeployment(store));
+  if (!running.has_value()) return hot;
+  hot.set_experiment_id(running->experiment_id);
+  *hot.mutable_fingerprints() = running->fingerprints;
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, store.ListInstances());
+  for (v1::ServingInstance& instance : instances) {
+    if (instance.has_warm_since()) *hot.mutable_warm_since() = instance.warm_since();
+    instance.clear_command_text();  // In the launch stage; too long for a summary.
+    *hot.add_instances() = std::move(instance);
+  }
+  return hot;
+}
+
 }  // namespace servelab::core

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "daemon/core/planner.h"
 #include "daemon/core/store.h"
+#include "servelab/v1/service.pb.h"
 
 namespace servelab::core {
 
@@ -17,6 +18,10 @@ const std::string& FingerprintOf(const v1::Fingerprints& fingerprints, v1::Side 
 // nullopt when no instance runs. The warmup fingerprint is the one of the
 // experiment that launched the instances (the last one to warm them).
 absl::StatusOr<std::optional<HotDeployment>> ReadHotDeployment(Store& store);
+
+// The API's view of what runs (all but cache_state, which needs the
+// history): empty when nothing runs.
+absl::StatusOr<v1::HotDeployment> DescribeHotDeployment(Store& store);
 
 }  // namespace servelab::core
 

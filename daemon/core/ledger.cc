@@ -24,10 +24,14 @@ absl::Duration FromDuration(const google::protobuf::Duration& d) {
 
 Ledger::Ledger(Store& store, Clock& clock) : store_(store), clock_(clock) {}
 
-absl::StatusOr<v1::Experiment> Ledger::Create(v1::Experiment experiment, const EventText& text) {
+absl::StatusOr<v1::Experiment> Ledger::Create(v1::Experiment experiment, const EventText& text,
+                                              const std::vector<v1::RequestRecord>& records) {
   absl::MutexLock lock(&write_mu_);
   Event event{.at = clock_.Now(), .kind = text.kind, .detail = text.detail};
-  SERVELAB_ASSIGN_OR_RETURN(std::string id, store_.CreateExperiment(experiment, event));
+  SERVELAB_ASSIGN_OR_RETURN(std::string id,
+                            records.empty()
+                                ? store_.CreateExperiment(experiment, event)
+                                : store_.CreateExperimentWithRecords(experiment, event, records));
   experiment.set_id(id);
   Notify(experiment);
   return experiment;

@@ -38,7 +38,9 @@ class Ledger {
   Ledger(Store& store, Clock& clock);
 
   // Stores a new experiment; the returned copy carries its id.
-  absl::StatusOr<v1::Experiment> Create(v1::Experiment experiment, const EventText& event);
+  // With `records`, they are stored in the same transaction (an import).
+  absl::StatusOr<v1::Experiment> Create(v1::Experiment experiment, const EventText& event,
+                                        const std::vector<v1::RequestRecord>& records = {});
 
   // Reads experiment `id`, lets `mutate` change it and commits the result
   // with the event `mutate` returns. When `mutate` fails nothing is written

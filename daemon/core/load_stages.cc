@@ -159,6 +159,82 @@ std::optional<absl::Time> EarliestSend(const std::vector<v1::RequestRecord>& rec
 
 }  // namespace
 
+namespace {
+
+// Tallies over the runs of one formal attempt (workload.repeats).
+struct FormalTotals {
+  int64_t sent = 0;
+  int64_t completed = 0;
+  int64_t failed = 0;
+};
+
+// Before every run after the first: the previous run drained, and the cache
+// is back in the state the scenario measures from (reset, then seeded).
+absl::Status PrepareRepeat(StageEnv& env, const v1::Experiment& e, int repeat) {
+  if (absl::StatusOr<Counters> drained = DrainConfirm(env, e); !drained.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "run ", repeat - 1, " of the formal load has not drained: ", drained.status().message()));
+  }
+  SERVELAB_RETURN_IF_ERROR(CacheReset(env, e).status());
+  for (const v1::Stage& stage : e.stages()) {
+    if (stage.name() == v1::STAGE_CACHE_SEED && stage.action() == v1::STAGE_ACTION_RUN) {
+      return CacheSeed(env, e).status();
+    }
+  }
+  return absl::OkStatus();
+}
+
+// One run of the formal load; its records carry `repeat`.
+absl::StatusOr<LoadOutcome> RunFormalRepeat(StageEnv& env, const v1::Experiment& e, int attempt,
+                                            int repeat, const v1::ServingInstance& router,
+                                            v1::Progress& progress, const FormalTotals& before,
+                                            const ProgressFn& on_progress) {
+  const absl::Duration deadline = FromDuration(e.spec().limits().formal_deadline());
+  const bool several = e.spec().workload().repeats() > 1;
+  LoadJob job{.spec = &e.spec(),
+              .phase = v1::PHASE_FORMAL,
+              .experiment_id = e.id(),
+              .attempt = attempt,
+              .url = env.instances.BaseUrl(router),
+              .load_tag = absl::StrCat(e.id(), "/formal/", attempt,
+                                       several ? absl::StrCat("/", repeat) : ""),
+              .deadline = env.clock.Now() + deadline};
+  auto on_records = [&](const std::vector<v1::RequestRecord>& records) -> absl::Status {
+    std::vector<v1::RequestRecord> stamped = records;
+    for (v1::RequestRecord& r : stamped) r.set_repeat(repeat);
+    SERVELAB_RETURN_IF_ERROR(env.store.AppendRequests(stamped));
+    std::optional<absl::Time> first_sent = EarliestSend(records);
+    if (first_sent.has_value() && !progress.has_first_formal_request_at()) {
+      *progress.mutable_first_formal_request_at() = ToTimestamp(*first_sent);
+      *progress.mutable_first_formal_request_delay() = TimeUtil::NanosecondsToDuration(
+          absl::ToInt64Nanoseconds(*first_sent - FromTimestamp(e.submitted_at())));
+      env.metrics.ObserveTimeToFirstFormalRequest(
+          absl::ToDoubleSeconds(*first_sent - FromTimestamp(e.submitted_at())));
+      on_progress(progress, false);
+    }
+    return absl::OkStatus();
+  };
+  auto on_tick = [&](const LoadTick& tick) {
+    SetTallies(progress, before.sent + tick.sent, before.completed + tick.completed,
+               before.failed + tick.failed);
+    on_progress(progress, false);
+  };
+  SERVELAB_ASSIGN_OR_RETURN(LoadOutcome outcome,
+                            env.load.Run(job, on_records, on_tick, env.cancel));
+  env.metrics.CountFormalRequests("sent", outcome.sent);
+  env.metrics.CountFormalRequests("completed", outcome.completed);
+  env.metrics.CountFormalRequests("failed", outcome.failed);
+  if (outcome.not_sent > 0 && !env.cancel.load()) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("limits.formal_deadline (", absl::FormatDuration(deadline),
+                     ") reached: ", outcome.sent, " of ", outcome.planned, " formal requests sent",
+                     several ? " in run " : "", several ? absl::StrCat(repeat) : ""));
+  }
+  return outcome;
+}
+
+}  // namespace
+
 absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int attempt,
                                     const ProgressFn& on_progress) {
   // Confirm the previous load really ended (e.g. one cut off by a daemon
@@ -175,46 +251,31 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
   InstanceCounters before;
   if (absl::StatusOr<InstanceCounters> c = env.instances.Scrape(*prefill); c.ok()) before = *c;
 
-  const absl::Duration deadline = FromDuration(e.spec().limits().formal_deadline());
-  LoadJob job{.spec = &e.spec(),
-              .phase = v1::PHASE_FORMAL,
-              .experiment_id = e.id(),
-              .attempt = attempt,
-              .url = env.instances.BaseUrl(*router),
-              .load_tag = absl::StrCat(e.id(), "/formal/", attempt),
-              .deadline = env.clock.Now() + deadline};
+  const int repeats = std::max(1, e.spec().workload().repeats());
   v1::Progress progress = e.progress();
   SetTallies(progress, 0, 0, 0);
-  auto on_records = [&](const std::vector<v1::RequestRecord>& records) -> absl::Status {
-    SERVELAB_RETURN_IF_ERROR(env.store.AppendRequests(records));
-    std::optional<absl::Time> first_sent = EarliestSend(records);
-    if (first_sent.has_value() && !progress.has_first_formal_request_at()) {
-      *progress.mutable_first_formal_request_at() = ToTimestamp(*first_sent);
-      *progress.mutable_first_formal_request_delay() = TimeUtil::NanosecondsToDuration(
-          absl::ToInt64Nanoseconds(*first_sent - FromTimestamp(e.submitted_at())));
-      env.metrics.ObserveTimeToFirstFormalRequest(
-          absl::ToDoubleSeconds(*first_sent - FromTimestamp(e.submitted_at())));
-      on_progress(progress, false);
+  FormalTotals totals;
+  Counters counters{{"attempt", attempt}, {"repeats", repeats}};
+  absl::Status failed;
+  for (int repeat = 1; repeat <= repeats && failed.ok() && !env.cancel.load(); ++repeat) {
+    if (repeat > 1) failed = PrepareRepeat(env, e, repeat);
+    if (!failed.ok()) break;
+    absl::StatusOr<LoadOutcome> outcome =
+        RunFormalRepeat(env, e, attempt, repeat, *router, progress, totals, on_progress);
+    if (!outcome.ok()) {
+      failed = outcome.status();
+      break;
     }
-    return absl::OkStatus();
-  };
-  auto on_tick = [&](const LoadTick& tick) {
-    SetTallies(progress, tick.sent, tick.completed, tick.failed);
-    on_progress(progress, false);
-  };
-  SERVELAB_ASSIGN_OR_RETURN(LoadOutcome outcome,
-                            env.load.Run(job, on_records, on_tick, env.cancel));
-  SetTallies(progress, outcome.sent, outcome.completed, outcome.failed);
+    totals = {totals.sent + outcome->sent, totals.completed + outcome->completed,
+              totals.failed + outcome->failed};
+    counters[repeats > 1 ? absl::StrCat("run_", repeat, "_wall_seconds") : "wall_seconds"] =
+        absl::ToDoubleSeconds(outcome->wall);
+  }
+  SetTallies(progress, totals.sent, totals.completed, totals.failed);
   on_progress(progress, true);
-  env.metrics.CountFormalRequests("sent", outcome.sent);
-  env.metrics.CountFormalRequests("completed", outcome.completed);
-  env.metrics.CountFormalRequests("failed", outcome.failed);
-
-  Counters counters{{"attempt", attempt},
-                    {"sent", static_cast<double>(outcome.sent)},
-                    {"completed", static_cast<double>(outcome.completed)},
-                    {"failed", static_cast<double>(outcome.failed)},
-                    {"wall_seconds", absl::ToDoubleSeconds(outcome.wall)}};
+  counters["sent"] = static_cast<double>(totals.sent);
+  counters["completed"] = static_cast<double>(totals.completed);
+  counters["failed"] = static_cast<double>(totals.failed);
   if (absl::StatusOr<InstanceCounters> after = env.instances.Scrape(*prefill); after.ok()) {
     const double queries = after->prefix_cache_queries - before.prefix_cache_queries;
     if (queries > 0) {
@@ -223,11 +284,7 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
     }
   }
   if (env.cancel.load()) return absl::CancelledError("cancelled during the formal load");
-  if (outcome.not_sent > 0) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "limits.formal_deadline (", absl::FormatDuration(deadline), ") reached: ", outcome.sent,
-        " of ", outcome.planned, " formal requests sent"));
-  }
+  if (!failed.ok()) return failed;
   return counters;
 }
 

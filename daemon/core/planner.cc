@@ -34,11 +34,9 @@ StageChoice DecideLaunch(const std::string& side, const std::string& wanted,
 
 using Choices = std::map<v1::StageName, StageChoice>;
 
-// Only analysis fields changed on a finished experiment: its stored raw
-// records answer the new question; no request is sent.
-void ChooseReanalysis(const std::string& source, Choices& choices) {
-  const std::string reason =
-      absl::StrCat("analysis-only delta: raw records of ", source, " are reused");
+// Only analysis fields changed on a finished experiment, or the records
+// were imported: stored raw records answer the question; no request is sent.
+void ChooseRecordsOnly(const std::string& reason, Choices& choices) {
   for (const StageInfo& info : StageTable()) {
     if (info.worker == Worker::kLane) choices[info.name] = {v1::STAGE_ACTION_SKIP, reason};
   }
@@ -122,8 +120,14 @@ v1::Plan MakePlan(const PlanInput& input) {
   choices[v1::STAGE_PREFLIGHT] = {v1::STAGE_ACTION_RUN,
                                   "render launch commands and load plan, check files and limits"};
   if (input.reanalysis.has_value()) {
-    ChooseReanalysis(input.reanalysis->experiment_id, choices);
+    ChooseRecordsOnly(absl::StrCat("analysis-only delta: raw records of ",
+                                   input.reanalysis->experiment_id, " are reused"),
+                      choices);
     plan.set_raw_records_from(input.reanalysis->experiment_id);
+  } else if (input.imported.has_value()) {
+    ChooseRecordsOnly(absl::StrCat("imported: the records were measured by ", input.imported->tool,
+                                   "; nothing is launched or sent"),
+                      choices);
   } else {
     const bool any_launch = ChooseLaunches(plan.fingerprints(), input.hot, choices);
     ChooseWarmup(input.spec, plan.fingerprints(), input.hot, any_launch, choices);

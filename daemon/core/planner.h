@@ -32,10 +32,16 @@ struct ReanalysisSource {
   std::string experiment_id;
 };
 
+// An import: the experiment's own records were measured by another tool.
+struct ImportedSource {
+  std::string tool;
+};
+
 struct PlanInput {
   const v1::ExperimentSpec& spec;  // Frozen.
   std::optional<HotDeployment> hot;
   std::optional<ReanalysisSource> reanalysis;
+  std::optional<ImportedSource> imported;
   // Mean past duration of each stage when it ran, for the prediction.
   std::map<v1::StageName, absl::Duration> history;
 };

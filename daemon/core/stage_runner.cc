@@ -43,6 +43,19 @@ const v1::Stage* FindStage(const v1::Experiment& e, v1::StageName name) {
   return nullptr;
 }
 
+// A launch stage keeps the exact command its side was started with, so the
+// experiment's report shows what ran.
+void RecordLaunchCommand(Store& store, v1::Stage& stage) {
+  const v1::Side side = StageInfoOf(stage.name()).launches;
+  if (side == v1::SIDE_UNSPECIFIED) return;
+  stage.clear_commands();
+  std::optional<v1::ServingInstance> instance = InstanceFor(store, side);
+  if (!instance.has_value() || instance->command_text().empty()) return;
+  v1::RenderedCommand& command = *stage.add_commands();
+  command.set_side(side);
+  command.set_text(instance->command_text());
+}
+
 void ResetStage(v1::Stage& stage) {
   stage.set_status(v1::STAGE_STATUS_PENDING);
   stage.clear_error();
@@ -223,7 +236,8 @@ void StageRunner::LaneLoop() {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
           +[](StageRunner* r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return r->stopping_ || (r->latched_error_.ok() && !r->lane_queue_.empty());
+            return r->stopping_ ||
+                   (r->latched_error_.ok() && !r->releasing_ && !r->lane_queue_.empty());
           },
           this));
       if (stopping_) return;
@@ -278,11 +292,11 @@ void StageRunner::Prepare(const std::string& id) {
       });
   if (!started.ok()) return;
   if (cancel->load()) return FinishCancelled(id);
-  if (!started->plan().raw_records_from().empty() ||
+  if (!started->plan().raw_records_from().empty() || started->has_external() ||
       (FindStage(*started, v1::STAGE_DRAIN_CONFIRM) != nullptr &&
        Done(FindStage(*started, v1::STAGE_DRAIN_CONFIRM)->status()))) {
-    // Nothing left for the accelerators: re-analysis, or a resume after the
-    // raw data was complete.
+    // Nothing left for the accelerators: re-analysis, an import, or a
+    // resume after the raw data was complete.
     std::vector<v1::StageName> skipped;
     for (const StageInfo& info : StageTable()) {
       const v1::Stage* stage = FindStage(*started, info.name);
@@ -509,6 +523,7 @@ absl::Status StageRunner::RunStage(
     if (counters.ok()) {
       stage.set_status(v1::STAGE_STATUS_SUCCEEDED);
       for (const auto& [key, value] : *counters) (*stage.mutable_counters())[key] = value;
+      RecordLaunchCommand(ledger_.store(), stage);
     } else {
       stage.set_status(v1::STAGE_STATUS_FAILED);
       stage.set_error(std::string(counters.status().message()));

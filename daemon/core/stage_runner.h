@@ -85,6 +85,10 @@ class StageRunner : public ExperimentExecutor {
   absl::Status CancelRunning(const std::string& id) override;
   absl::Status LatchedError() override;
   std::vector<v1::RenderedCommand> RenderCommands(const v1::ExperimentSpec& spec) override;
+  // Takes the lane (refused while an experiment holds it), stops the side's
+  // instances, forgets them and gives the lane back; queued experiments
+  // then relaunch what they need.
+  absl::StatusOr<v1::ReleaseDeploymentResponse> Release(v1::Side side) override;
   std::pair<std::string, v1::StageName> LaneOwner() override {
     Lane current = lane();
     return {current.owner, current.stage};
@@ -112,6 +116,8 @@ class StageRunner : public ExperimentExecutor {
   // After drain_confirm failed: holds the lane until the instances drain.
   void HoldLaneUntilDrained(const std::string& id);
   void RunAnalysis(const std::string& id);
+  // Release's work while it holds the lane.
+  absl::StatusOr<v1::ReleaseDeploymentResponse> StopInstances(v1::Side side);
 
   // Ledger::Update, retried while the write (not `mutate`) fails; after
   // Options::write_attempts the error is latched and returned. Once latched,
@@ -155,6 +161,8 @@ class StageRunner : public ExperimentExecutor {
   // The first write that failed for good; OK until then.
   absl::Status latched_error_ ABSL_GUARDED_BY(mu_);
   Lane lane_ ABSL_GUARDED_BY(mu_);
+  // A release holds the lane: the lane loop takes no experiment meanwhile.
+  bool releasing_ ABSL_GUARDED_BY(mu_) = false;
   // When the lane was last released: waiting before it is queue wait.
   absl::Time lane_released_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::thread cpu_thread_;

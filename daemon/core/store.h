@@ -62,6 +62,13 @@ class Store {
   // In order of seq.
   virtual absl::StatusOr<std::vector<Event>> ListEvents(std::string_view experiment_id) = 0;
 
+  // CreateExperiment and the experiment's raw records in one transaction
+  // (each record's experiment_id is set to the new id): an imported run is
+  // stored whole or not at all.
+  virtual absl::StatusOr<std::string> CreateExperimentWithRecords(
+      const v1::Experiment& experiment, const Event& event,
+      const std::vector<v1::RequestRecord>& records) = 0;
+
   // Raw per-request records, appended in batches while a load runs.
   virtual absl::Status AppendRequests(const std::vector<v1::RequestRecord>& records) = 0;
   // attempt 0: every attempt. Ordered by attempt, then index.

@@ -27,6 +27,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr int kMaxRequestBytes = 64 << 20;
+
 absl::Status MakeStateDir(const std::string& dir) {
   std::error_code error;
   if (fs::exists(dir, error)) {
@@ -167,6 +169,9 @@ absl::Status Daemon::Start() {
   int selected_port = 0;
   builder.AddListeningPort(listen_.grpc_uri(), grpc::InsecureServerCredentials(), &selected_port);
   builder.RegisterService(service_.get());
+  // An import carries a whole benchmark run's records (2,000 requests of
+  // 1,000 streamed chunks are ~16 MiB); gRPC's default limit is 4 MiB.
+  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
   // gRPC sets SO_REUSEPORT by default: a second daemon on the same port would
   // then share it silently, and clients would reach either one.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

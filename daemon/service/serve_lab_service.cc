@@ -286,4 +286,73 @@ grpc::ServerUnaryReactor* ServeLabService::GetSummary(grpc::CallbackServerContex
   return Finish(context, "GetSummary", summary.status());
 }
 
+// One ListRequestRecords stream: the records are read in one store call,
+// then written one message at a time (each write waits for the previous).
+class ServeLabService::RecordsReactor : public grpc::ServerWriteReactor<v1::RequestRecord> {
+ public:
+  RecordsReactor(ServeLabService& service, const v1::ListRequestRecordsRequest& request)
+      : service_(service) {
+    absl::Status status = RequireId(request.id());
+    absl::StatusOr<std::vector<v1::RequestRecord>> records =
+        status.ok() ? service_.control_plane_.ListRecords(request) : status;
+    if (!records.ok()) {
+      End(records.status());
+      return;
+    }
+    records_ = *std::move(records);
+    WriteNext();
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) return End(absl::CancelledError("the stream broke"));
+    WriteNext();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void WriteNext() {
+    if (next_ == records_.size()) return End(absl::OkStatus());
+    StartWrite(&records_[next_++]);
+  }
+  void End(const absl::Status& status) {
+    service_.metrics_.RecordRpc("ListRequestRecords", status.code());
+    Finish(ToGrpcStatus(status));
+  }
+
+  ServeLabService& service_;
+  std::vector<v1::RequestRecord> records_;
+  size_t next_ = 0;
+};
+
+grpc::ServerWriteReactor<v1::RequestRecord>* ServeLabService::ListRequestRecords(
+    grpc::CallbackServerContext* context, const v1::ListRequestRecordsRequest* request) {
+  return new RecordsReactor(*this, *request);
+}
+
+grpc::ServerUnaryReactor* ServeLabService::ImportExperiment(
+    grpc::CallbackServerContext* context, const v1::ImportExperimentRequest* request,
+    v1::Experiment* reply) {
+  absl::StatusOr<v1::Experiment> experiment = control_plane_.Import(*request);
+  if (experiment.ok()) {
+    *reply = *std::move(experiment);
+    Logger("service")->info("imported {} ({} records from {})", reply->id(),
+                            request->records_size(), request->external().tool());
+  }
+  return Finish(context, "ImportExperiment", experiment.status());
+}
+
+grpc::ServerUnaryReactor* ServeLabService::ReleaseDeployment(
+    grpc::CallbackServerContext* context, const v1::ReleaseDeploymentRequest* request,
+    v1::ReleaseDeploymentResponse* reply) {
+  absl::StatusOr<v1::ReleaseDeploymentResponse> response =
+      v1::Side_IsValid(request->side())
+          ? control_plane_.Release(request->side())
+          : absl::InvalidArgumentError(absl::StrCat("side: unknown value ", request->side()));
+  if (response.ok()) {
+    *reply = *std::move(response);
+    Logger("service")->info("released {} instance(s)", reply->released_size());
+  }
+  return Finish(context, "ReleaseDeployment", response.status());
+}
+
 }  // namespace servelab::service

@@ -63,9 +63,18 @@ class ServeLabService final : public v1::ServeLab::CallbackService {
   grpc::ServerUnaryReactor* GetSummary(grpc::CallbackServerContext* context,
                                        const v1::GetSummaryRequest* request,
                                        v1::Summary* reply) override;
+  grpc::ServerWriteReactor<v1::RequestRecord>* ListRequestRecords(
+      grpc::CallbackServerContext* context, const v1::ListRequestRecordsRequest* request) override;
+  grpc::ServerUnaryReactor* ImportExperiment(grpc::CallbackServerContext* context,
+                                             const v1::ImportExperimentRequest* request,
+                                             v1::Experiment* reply) override;
+  grpc::ServerUnaryReactor* ReleaseDeployment(grpc::CallbackServerContext* context,
+                                              const v1::ReleaseDeploymentRequest* request,
+                                              v1::ReleaseDeploymentResponse* reply) override;
 
  private:
   class WatchReactor;
+  class RecordsReactor;
 
   // Records the RPC, maps `status` and finishes the call.
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context, std::string_view method,

@@ -59,7 +59,8 @@ class ReflectionTest(unittest.TestCase):
         methods = {m.name: m for m in service.method}
         self.assertEqual(set(methods), {
             "SubmitExperiment", "GetExperiment", "ListExperiments", "WatchExperiment",
-            "ResumeExperiment", "CancelExperiment", "GetSummary"})
+            "ResumeExperiment", "CancelExperiment", "GetSummary", "ListRequestRecords",
+            "ImportExperiment", "ReleaseDeployment"})
         watch = methods["WatchExperiment"]
         self.assertTrue(watch.server_streaming)
         self.assertFalse(watch.client_streaming)

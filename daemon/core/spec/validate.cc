@@ -166,6 +166,12 @@ void CheckWorkload(Problems& p, const v1::WorkloadSpec& workload) {
   Positive(p, "workload.concurrency", workload.concurrency());
   NonNegative(p, "workload.request_rate", workload.request_rate());
   Positive(p, "workload.burstiness", workload.burstiness());
+  // Each run is a whole formal load: more than this is a sweep, not noise.
+  constexpr int kMaxRepeats = 20;
+  if (workload.repeats() < 0 || workload.repeats() > kMaxRepeats) {
+    p.Add("workload.repeats", "must be in [0, ", kMaxRepeats, "] (0 means 1), got ",
+          workload.repeats());
+  }
   if (workload.num_requests() > 0 && dataset.prefix_groups() > workload.num_requests()) {
     p.Add("workload.dataset.prefix_groups", "must be <= num_requests (", workload.num_requests(),
           ")");

@@ -36,6 +36,13 @@ absl::StatusOr<std::string> FailingStore::CreateExperiment(const v1::Experiment&
   return base_.CreateExperiment(experiment, event);
 }
 
+absl::StatusOr<std::string> FailingStore::CreateExperimentWithRecords(
+    const v1::Experiment& experiment, const Event& event,
+    const std::vector<v1::RequestRecord>& records) {
+  if (absl::Status s = Check(event); !s.ok()) return s;
+  return base_.CreateExperimentWithRecords(experiment, event, records);
+}
+
 absl::Status FailingStore::UpdateExperiment(const v1::Experiment& experiment, const Event& event) {
   if (absl::Status s = Check(event); !s.ok()) return s;
   return base_.UpdateExperiment(experiment, event);

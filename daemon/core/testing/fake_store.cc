@@ -1,6 +1,7 @@
 #include "daemon/core/testing/fake_store.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace servelab::core::testing {
 
@@ -33,6 +34,18 @@ absl::StatusOr<std::string> FakeStore::CreateExperiment(const v1::Experiment& ex
   experiments_.push_back(stored);
   events_.push_back(e);
   return stored.id();
+}
+
+absl::StatusOr<std::string> FakeStore::CreateExperimentWithRecords(
+    const v1::Experiment& experiment, const Event& event,
+    const std::vector<v1::RequestRecord>& records) {
+  SERVELAB_ASSIGN_OR_RETURN(std::string id, CreateExperiment(experiment, event));
+  absl::MutexLock lock(&mu_);
+  for (v1::RequestRecord record : records) {
+    record.set_experiment_id(id);
+    requests_.push_back(std::move(record));
+  }
+  return id;
 }
 
 absl::Status FakeStore::UpdateExperiment(const v1::Experiment& experiment, const Event& event) {

@@ -17,6 +17,9 @@ class FakeStore : public Store {
  public:
   absl::StatusOr<std::string> CreateExperiment(const v1::Experiment& experiment,
                                                const Event& event) override;
+  absl::StatusOr<std::string> CreateExperimentWithRecords(
+      const v1::Experiment& experiment, const Event& event,
+      const std::vector<v1::RequestRecord>& records) override;
   absl::Status UpdateExperiment(const v1::Experiment& experiment, const Event& event) override;
   absl::StatusOr<v1::Experiment> GetExperiment(std::string_view id) override;
   absl::StatusOr<std::vector<v1::Experiment>> ListExperiments(
