@@ -55,6 +55,46 @@ TEST(FormatExperimentTest, RunningStageShowsHowLong) {
   EXPECT_THAT(FormatExperiment(e, absl::FromUnixSeconds(1065)), HasSubstr("warmup (for 1m5s)"));
 }
 
+TEST(FormatLiveProgressTest, StageCountsElapsedAndEta) {
+  v1::Experiment e = DeltaExperiment();
+  e.set_state(v1::EXPERIMENT_STATE_RUNNING);
+  v1::Stage* stage = e.add_stages();
+  stage->set_name(v1::STAGE_FORMAL_LOAD);
+  stage->set_status(v1::STAGE_STATUS_RUNNING);
+  stage->mutable_started_at()->set_seconds(1010);
+  // Before the first request there is nothing to extrapolate from.
+  EXPECT_THAT(FormatLiveProgress(e, absl::FromUnixSeconds(1012)), HasSubstr("eta -"));
+  v1::Progress& p = *e.mutable_progress();
+  p.set_formal_requests_sent(200);
+  p.set_formal_requests_completed(150);
+  p.set_formal_requests_failed(10);
+  p.mutable_first_formal_request_at()->set_seconds(1010);
+  // 160 of 640 ended in 16 s: 480 left take 48 s more.
+  const std::string line = FormatLiveProgress(e, absl::FromUnixSeconds(1026));
+  EXPECT_THAT(line, HasSubstr("exp-2 running formal_load"));
+  EXPECT_THAT(line, HasSubstr("200/640 sent, 150 completed, 10 failed"));
+  EXPECT_THAT(line, HasSubstr("elapsed 26.00s"));
+  EXPECT_THAT(line, HasSubstr("eta 48.00s"));
+  EXPECT_EQ(line.find('\n'), std::string::npos) << "redrawn in place: one line";
+  e.set_state(v1::EXPERIMENT_STATE_SUCCEEDED);
+  EXPECT_THAT(FormatLiveProgress(e, absl::FromUnixSeconds(1030)), HasSubstr("eta 0s"));
+}
+
+TEST(FormatDecisionTest, RepeatsShowTheSpreadAndRuns) {
+  v1::Experiment e = DeltaExperiment();
+  e.set_state(v1::EXPERIMENT_STATE_SUCCEEDED);
+  e.mutable_result()->mutable_whole()->set_output_tokens_per_second_per_device(149.1);
+  v1::Decision& d = *e.mutable_result()->mutable_decision();
+  d.set_verdict(v1::VERDICT_INCONCLUSIVE);
+  d.set_delta_fraction(0.0081);
+  d.set_delta_spread(0.006);
+  d.set_repeats(3);
+  d.set_baseline_repeats(3);
+  d.set_baseline_experiment_id("exp-1");
+  EXPECT_THAT(FormatExperiment(e, absl::FromUnixSeconds(1030)),
+              HasSubstr("decision: inconclusive (+0.81% \u00b1 0.60% vs exp-1, 3 vs 3 runs)"));
+}
+
 TEST(FormatExperimentTest, FailedShowsClassAndResume) {
   v1::Experiment e = DeltaExperiment();
   e.set_state(v1::EXPERIMENT_STATE_FAILED);

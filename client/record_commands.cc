@@ -1,5 +1,5 @@
 // `servelab import` and `servelab report`: the commands that move raw
-// records in and out of the daemon (docs/design.md §7 "Import", "Report").
+// records in and out of the daemon (docs/design.md §11 "Imported runs", §12 "Report").
 #include <filesystem>
 #include <fstream>
 

@@ -1,4 +1,4 @@
-// `servelab release`: gives the accelerators back (docs/design.md §8).
+// `servelab release`: gives the accelerators back (docs/design.md §6 "Release").
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "client/cli_io.h"

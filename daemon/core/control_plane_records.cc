@@ -1,6 +1,6 @@
 // ControlPlane's use cases around raw records: importing another tool's
 // measurements as an experiment, and reading stored records back
-// (docs/design.md §4 "Import" and §7).
+// (docs/design.md §11 "Imported runs", §12 "Report").
 #include <cmath>
 #include <set>
 #include <utility>

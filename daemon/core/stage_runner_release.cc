@@ -1,4 +1,4 @@
-// StageRunner::Release: giving the devices back (docs/design.md §8
+// StageRunner::Release: giving the devices back (docs/design.md §6
 // "Release"). It goes through the lane, like every launch and stop, so it
 // can never stop instances under a running load.
 #include "absl/strings/str_cat.h"

@@ -1,6 +1,6 @@
 // The deployment's lifecycle and repeated measurements, end to end on the
 // real binaries: `servelab release` through the lane, and workload.repeats
-// with its spread-aware decision (docs/design.md §8 "Release", §7 "Repeats").
+// with its spread-aware decision (docs/design.md §6 "Release", §11 "Repeats").
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Raw records in and out, end to end on the real binaries: `servelab import`
 // of another tool's result file, and `servelab report --html` rendered by a
-// real headless Chromium (docs/design.md §7 "Import", "Report").
+// real headless Chromium (docs/design.md §11 "Imported runs", §12 "Report").
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
