@@ -137,6 +137,42 @@ absl::StatusOr<Counters> Warmup(StageEnv& env, const v1::Experiment& e) {
   return counters;
 }
 
+namespace {
+
+// What one request through the router moved on each side.
+struct RouteDeltas {
+  double prefill_requests = 0;
+  double decode_requests = 0;
+  double prefill_tokens = 0;
+  double decode_tokens = 0;
+  bool BothMoved() const {
+    return prefill_requests > 0 && decode_requests > 0 && prefill_tokens > 0 && decode_tokens > 0;
+  }
+};
+
+// The client has the last chunk before a server counts the request done
+// (the sim, like vLLM and SGLang, bumps request_success after writing the
+// stream's end), so the counters are read again for a short while before
+// the route is declared broken.
+absl::StatusOr<RouteDeltas> SettledDeltas(StageEnv& env, const v1::ServingInstance& prefill,
+                                          const v1::ServingInstance& decode,
+                                          const InstanceCounters& p0, const InstanceCounters& d0) {
+  constexpr absl::Duration kSettle = absl::Seconds(2);
+  const absl::Time give_up = env.clock.Now() + kSettle;
+  while (true) {
+    SERVELAB_ASSIGN_OR_RETURN(InstanceCounters p1, env.instances.Scrape(prefill));
+    SERVELAB_ASSIGN_OR_RETURN(InstanceCounters d1, env.instances.Scrape(decode));
+    RouteDeltas deltas{.prefill_requests = p1.request_success - p0.request_success,
+                       .decode_requests = d1.request_success - d0.request_success,
+                       .prefill_tokens = p1.prompt_tokens - p0.prompt_tokens,
+                       .decode_tokens = d1.generation_tokens - d0.generation_tokens};
+    if (deltas.BothMoved() || env.clock.Now() >= give_up) return deltas;
+    env.clock.SleepFor(absl::Milliseconds(20));
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<Counters> RouteVerify(StageEnv& env, const v1::Experiment& e) {
   SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance prefill,
                             RequireInstance(env.store, v1::SIDE_PREFILL));
@@ -148,27 +184,22 @@ absl::StatusOr<Counters> RouteVerify(StageEnv& env, const v1::Experiment& e) {
                             RunAuxiliaryLoad(env, e, v1::PHASE_ROUTE_VERIFY, 0,
                                              FromDuration(e.spec().limits().warmup_timeout())));
   SERVELAB_RETURN_IF_ERROR(RequireAllCompleted(outcome, "route check"));
-  SERVELAB_ASSIGN_OR_RETURN(InstanceCounters p1, env.instances.Scrape(prefill));
-  SERVELAB_ASSIGN_OR_RETURN(InstanceCounters d1, env.instances.Scrape(decode));
   // One request through the router must show up in both sides' own
   // counters: a router that silently serves from one side would pass any
   // latency check. Counters, not headers: real proxies replace x-request-id
   // and drop the rest (vLLM's toy_proxy_server.py), so nothing the client
   // sends is seen by P or D except the body (docs/design.md §9).
-  const double prefill_requests = p1.request_success - p0.request_success;
-  const double decode_requests = d1.request_success - d0.request_success;
-  const double prefill_tokens = p1.prompt_tokens - p0.prompt_tokens;
-  const double decode_tokens = d1.generation_tokens - d0.generation_tokens;
-  if (prefill_requests <= 0 || decode_requests <= 0 || prefill_tokens <= 0 || decode_tokens <= 0) {
+  SERVELAB_ASSIGN_OR_RETURN(RouteDeltas d, SettledDeltas(env, prefill, decode, p0, d0));
+  if (!d.BothMoved()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "route check: a request through the router moved prefill by ", prefill_requests,
-        " requests / ", prefill_tokens, " prompt tokens and decode by ", decode_requests,
-        " requests / ", decode_tokens, " generation tokens; both sides must move"));
+        "route check: a request through the router moved prefill by ", d.prefill_requests,
+        " requests / ", d.prefill_tokens, " prompt tokens and decode by ", d.decode_requests,
+        " requests / ", d.decode_tokens, " generation tokens; both sides must move"));
   }
-  return Counters{{"prefill_requests_delta", prefill_requests},
-                  {"decode_requests_delta", decode_requests},
-                  {"prefill_prompt_tokens_delta", prefill_tokens},
-                  {"decode_generation_tokens_delta", decode_tokens}};
+  return Counters{{"prefill_requests_delta", d.prefill_requests},
+                  {"decode_requests_delta", d.decode_requests},
+                  {"prefill_prompt_tokens_delta", d.prefill_tokens},
+                  {"decode_generation_tokens_delta", d.decode_tokens}};
 }
 
 namespace {
