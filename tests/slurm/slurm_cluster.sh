@@ -114,6 +114,8 @@ JobCompType=jobcomp/none
 GresTypes=gpu
 ReturnToService=2
 KillWait=5
+# Bounds each of slurmstepd's retried messages to an srun that is gone.
+MessageTimeout=3
 MinJobAge=5
 InactiveLimit=0
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1000 Gres=gpu:16 State=UNKNOWN

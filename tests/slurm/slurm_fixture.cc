@@ -76,6 +76,18 @@ absl::Status SlurmCluster::RunScript(const std::string& command) const {
       absl::StrCat("slurm_cluster.sh ", command, " exited ", r.exit_code, ":\n", r.err, r.out));
 }
 
+std::string SlurmCluster::LogTails() const {
+  std::string tails;
+  for (const char* name : {"slurmctld.log", "slurmd.log"}) {
+    std::vector<std::string> lines =
+        absl::StrSplit(ReadFile(absl::StrCat(dir(), "/log/", name)), '\n', absl::SkipEmpty());
+    size_t from = lines.size() > 20 ? lines.size() - 20 : 0;
+    absl::StrAppend(&tails, "--- tail of ", name, "\n");
+    for (size_t i = from; i < lines.size(); ++i) absl::StrAppend(&tails, lines[i], "\n");
+  }
+  return tails;
+}
+
 absl::Status SlurmCluster::Stop() {
   if (!running_) return absl::OkStatus();
   running_ = false;

@@ -62,6 +62,9 @@ class SlurmCluster {
   // SLURM_CONF at it (slurmstepd, tasks, srun); never this test process.
   std::vector<pid_t> Processes() const;
 
+  // The last lines of slurmctld's and slurmd's logs, for a failure message.
+  std::string LogTails() const;
+
  private:
   SlurmCluster() = default;
   absl::Status RunScript(const std::string& command) const;

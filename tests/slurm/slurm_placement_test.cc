@@ -175,10 +175,8 @@ TEST_F(SlurmPlacementTest, ARestartedDaemonAdoptsTheStepFromItsStoredIdentity) {
   ASSERT_NE(first, nullptr);
   absl::StatusOr<PlacedProcess> placed = first->Spawn(Sleep("decode"));
   ASSERT_THAT(placed, IsOk());
-  // The daemon's host loses srun too: the step does not depend on it.
-  kill(placed->pid, SIGKILL);
   PlacedProcess stored = *placed;
-  first.reset();
+  first.reset();  // The daemon is gone; its srun lives on.
 
   SlurmOptions readopt = Options();
   readopt.job_id = stored.job_id;
@@ -191,10 +189,29 @@ TEST_F(SlurmPlacementTest, ARestartedDaemonAdoptsTheStepFromItsStoredIdentity) {
   other_name.step_name = "servelab-decode-0000000000000000";
   EXPECT_THAT(second->Alive(other_name), IsOkAnd(false));
 
-  EXPECT_THAT(second->Stop(stored, absl::Seconds(5)), IsOk());
+  EXPECT_THAT(second->Stop(stored, absl::Seconds(5)), IsOk()) << cluster_->LogTails();
   EXPECT_THAT(second->Alive(stored), IsOkAnd(false));
+  EXPECT_TRUE(WaitFor([&] { return kill(stored.pid, 0) != 0; }, absl::Seconds(10)))
+      << "srun " << stored.pid << " outlived its step";
   EXPECT_THAT(second->Release(), IsOk());
   EXPECT_NE(JobState(stored.job_id), "RUNNING");
+}
+
+TEST_F(SlurmPlacementTest, AStepOutlivesItsSrunAndStillStops) {
+  std::unique_ptr<SlurmPlacement> slurm = Allocate(Options());
+  ASSERT_NE(slurm, nullptr);
+  absl::StatusOr<PlacedProcess> placed = slurm->Spawn(Sleep("decode"));
+  ASSERT_THAT(placed, IsOk());
+  // The daemon's host loses srun (a reboot of the login node, say): the step
+  // does not depend on it.
+  kill(placed->pid, SIGKILL);
+  absl::SleepFor(absl::Seconds(1));
+  EXPECT_THAT(slurm->Alive(*placed), IsOkAnd(true));
+  // slurmstepd retries its task-exit message to the missing srun before it
+  // reports the step complete, so this stop takes longer than with srun.
+  EXPECT_THAT(slurm->Stop(*placed, absl::Seconds(20)), IsOk()) << cluster_->LogTails();
+  EXPECT_THAT(slurm->Alive(*placed), IsOkAnd(false));
+  EXPECT_THAT(slurm->Release(), IsOk());
 }
 
 TEST_F(SlurmPlacementTest, ScancelFromOutsideMakesItNotAlive) {
