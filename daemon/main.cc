@@ -59,6 +59,9 @@ int main(int argc, char** argv) {
   app.add_option("--ascend-proxy-script", options.ascend_proxy_script,
                  "vllm-ascend's examples/disaggregated_prefill_v1/"
                  "load_balance_proxy_server_example.py, the proxy of engine vllm_ascend");
+  app.add_option("--slurm-conf", options.slurm_conf,
+                 "slurm.conf for specs with deployment.placement.kind: slurm (default: "
+                 "$SLURM_CONF, else Slurm's own default)");
   app.add_flag("--paused", options.paused,
                "Accept and plan experiments but run none (the accelerator lane stays idle)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")

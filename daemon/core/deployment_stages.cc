@@ -3,7 +3,9 @@
 #include <future>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/labels.h"
 #include "common/status_macros.h"
 #include "daemon/core/hot_deployment.h"
@@ -71,6 +73,22 @@ absl::StatusOr<int> NextAttempt(Store& store, const std::string& id, v1::Phase p
   return attempt + 1;
 }
 
+namespace {
+
+// A Slurm step's identity as numbers: "42.3" is slurm_job 42, slurm_step 3
+// (the stage's counters are numeric; the events and status name it whole).
+void AddStepCounters(const v1::PlacedProcess& placed, Counters& counters) {
+  if (placed.kind() != v1::PLACEMENT_KIND_SLURM) return;
+  std::pair<std::string, std::string> ids = absl::StrSplit(placed.step_id(), '.');
+  double job = 0, step = 0;
+  if (absl::SimpleAtod(ids.first, &job) && absl::SimpleAtod(ids.second, &step)) {
+    counters["slurm_job"] = job;
+    counters["slurm_step"] = step;
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<Counters> LaunchSide(StageEnv& env, const v1::Experiment& e, v1::Side side) {
   const absl::Time start = env.clock.Now();
   // The instance this side replaces goes first: one owner per accelerator.
@@ -86,6 +104,9 @@ absl::StatusOr<Counters> LaunchSide(StageEnv& env, const v1::Experiment& e, v1::
                               RequireInstance(env.store, v1::SIDE_DECODE));
     endpoints.prefill_port = prefill.port();
     endpoints.decode_port = decode.port();
+    // Under Slurm placement, the node each side runs on.
+    if (!prefill.placed().host().empty()) endpoints.prefill_host = prefill.placed().host();
+    if (!decode.placed().host().empty()) endpoints.decode_host = decode.placed().host();
     for (const v1::RankProcess& r : prefill.extra_ranks())
       endpoints.prefill_extra_ports.push_back(r.port());
     for (const v1::RankProcess& r : decode.extra_ranks())
@@ -110,6 +131,7 @@ absl::StatusOr<Counters> LaunchSide(StageEnv& env, const v1::Experiment& e, v1::
   for (const v1::RankProcess& rank : instance.extra_ranks()) {
     counters[absl::StrCat("rank", rank.dp_rank(), "_pid")] = rank.pid();
   }
+  AddStepCounters(instance.placed(), counters);
   return counters;
 }
 

@@ -50,6 +50,11 @@ struct LaunchCommand {
   std::vector<RankCommand> extra_ranks;
   // The model name requests to this instance use; empty: the server's default.
   std::string served_model;
+  // Where it runs (docs/design.md §9): the spec's placement, the side's node
+  // (empty: any) and its device count (the GRES count of an exclusive step).
+  v1::PlacementSpec placement;
+  std::string node;
+  int devices = 0;
 };
 
 // Where the other sides listen, for rendering the router (P/D URLs).
@@ -57,6 +62,9 @@ struct Endpoints {
   int prefill_port = 0;
   int decode_port = 0;
   int router_port = 0;
+  // Their addresses: another node's under Slurm placement.
+  std::string prefill_host = "127.0.0.1";
+  std::string decode_host = "127.0.0.1";
   // Ports of ranks 1..N-1 of a side with external data parallel.
   std::vector<int> prefill_extra_ports;
   std::vector<int> decode_extra_ports;
@@ -103,8 +111,10 @@ class InstanceDriver {
   // (FAILED_PRECONDITION with the log's tail) or `deadline` passes.
   virtual absl::Status WaitReady(const v1::ServingInstance& instance, absl::Time deadline) = 0;
 
-  // The same process (pid and start time) is still running.
-  virtual bool Alive(const v1::ServingInstance& instance) = 0;
+  // The same process (pid and start time, or Slurm step) still runs, every
+  // rank of it. UNAVAILABLE when it cannot tell (the Slurm controller does
+  // not answer): the caller keeps the instance rather than forget it.
+  virtual absl::StatusOr<bool> Alive(const v1::ServingInstance& instance) = 0;
 
   // SIGTERM, then SIGKILL after `grace`, to the instance's process group.
   virtual absl::Status Stop(const v1::ServingInstance& instance, absl::Duration grace) = 0;
@@ -125,8 +135,15 @@ class InstanceDriver {
   virtual absl::Status SendCacheCheckRequest(const v1::ServingInstance& instance,
                                              const std::string& prompt) = 0;
 
-  // "http://127.0.0.1:PORT": where requests for this instance go.
+  // "http://HOST:PORT": where requests for this instance go.
   virtual std::string BaseUrl(const v1::ServingInstance& instance) = 0;
+
+  // Ends every allocation the daemon created (Slurm) that none of `kept`
+  // runs in; returns what it ended, e.g. {"slurm job 42"}.
+  virtual absl::StatusOr<std::vector<std::string>> ReleaseUnusedPlacements(
+      const std::vector<v1::ServingInstance>& kept) {
+    return std::vector<std::string>();
+  }
 };
 
 }  // namespace servelab::core

@@ -359,6 +359,9 @@ void StageRunner::RunLane(const std::string& id, absl::Time released) {
   std::shared_ptr<std::atomic<bool>> cancel = CancelFlag(id);
   if (cancel->load()) return FinishCancelled(id);
   absl::Time cursor = LaneStart(id, released);
+  if (absl::Status status = ForgetLostInstances(id); !status.ok()) {
+    return FailExperiment(id, v1::STAGE_LAUNCH_PREFILL, status);
+  }
   if (absl::Status status = Replan(id); !status.ok()) {
     return FailExperiment(id, v1::STAGE_LAUNCH_PREFILL, status);
   }
@@ -640,14 +643,46 @@ absl::Status StageRunner::Replan(const std::string& id) {
       .status();
 }
 
+absl::Status StageRunner::ForgetLostInstances(const std::string& id) {
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances,
+                            ledger_.store().ListInstances());
+  for (const v1::ServingInstance& instance : instances) {
+    // A crash, an OOM kill, a step cancelled from outside: reusing it would
+    // fail the first request. Cannot tell (Slurm unreachable): keep it.
+    absl::StatusOr<bool> alive = instances_.Alive(instance);
+    if (!alive.ok() || *alive) continue;
+    SERVELAB_RETURN_IF_ERROR(instances_.Stop(instance, options_.stop_grace));
+    SERVELAB_RETURN_IF_ERROR(ledger_.store().RemoveInstance(instance.side()));
+    Record(id, [&](v1::Experiment&) -> absl::StatusOr<EventText> {
+      return EventText{
+          "instance_lost",
+          absl::StrCat(SideLabel(instance.side()), " instance (", InstanceWhere(instance),
+                       ") is no longer running: its side is launched again")};
+    });
+  }
+  return absl::OkStatus();
+}
+
 absl::Status StageRunner::Recover() {
   Store& store = ledger_.store();
   SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, store.ListInstances());
   for (const v1::ServingInstance& instance : instances) {
-    // Same pid and start time: the very process we launched, still serving.
-    // A side with several DP ranks is alive only whole: the ranks that
-    // survived a partial crash are stopped, never left running unowned.
-    if (!instances_.Alive(instance)) {
+    // Same pid and start time (or Slurm step): the very process we launched,
+    // still serving. A side with several DP ranks is alive only whole: the
+    // ranks that survived a partial crash are stopped, never left running
+    // unowned. Cannot tell (Slurm unreachable): keep it for now.
+    absl::StatusOr<bool> alive = instances_.Alive(instance);
+    if (!alive.ok()) {
+      Record(instance.experiment_id(), [&](v1::Experiment&) -> absl::StatusOr<EventText> {
+        return EventText{
+            "instance_unknown",
+            absl::StrCat("after a restart: cannot tell whether the ", SideLabel(instance.side()),
+                         " instance (", InstanceWhere(instance), ") still runs (",
+                         alive.status().message(), "); kept")};
+      });
+      continue;
+    }
+    if (!*alive) {
       SERVELAB_RETURN_IF_ERROR(instances_.Stop(instance, options_.stop_grace));
       SERVELAB_RETURN_IF_ERROR(store.RemoveInstance(instance.side()));
     }

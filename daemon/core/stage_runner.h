@@ -143,6 +143,9 @@ class StageRunner : public ExperimentExecutor {
   void FinishCancelled(const std::string& id);
   // Re-plans the lane stages against what runs now.
   absl::Status Replan(const std::string& id);
+  // Forgets (and stops what is left of) every stored instance that no longer
+  // runs, so that the plan relaunches its side; one event on `id` each.
+  absl::Status ForgetLostInstances(const std::string& id);
   void SetBlocker(const std::string& id, const std::string& blocker);
   std::shared_ptr<std::atomic<bool>> CancelFlag(const std::string& id);
   StageEnv Env(std::atomic<bool>& cancel);

@@ -53,11 +53,17 @@ absl::StatusOr<v1::ReleaseDeploymentResponse> StageRunner::StopInstances(v1::Sid
       released.clear_command_text();
       // The experiment that launched it keeps the fact in its event log.
       Record(instance.experiment_id(), [&](v1::Experiment&) -> absl::StatusOr<EventText> {
-        return EventText{"released", absl::StrCat(SideLabel(candidate), " (pid ", instance.pid(),
-                                                  ") stopped by a release; its devices are free")};
+        return EventText{"released",
+                         absl::StrCat(SideLabel(candidate), " (", InstanceWhere(instance),
+                                      ") stopped by a release; its devices are free")};
       });
     }
   }
+  // An allocation the daemon created ends with the last instance in it.
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> kept, ledger_.store().ListInstances());
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<std::string> ended,
+                            instances_.ReleaseUnusedPlacements(kept));
+  for (const std::string& allocation : ended) response.add_ended_allocations(allocation);
   SERVELAB_ASSIGN_OR_RETURN(*response.mutable_hot_deployment(),
                             DescribeHotDeployment(ledger_.store()));
   return response;

@@ -47,7 +47,7 @@ class FakeInstanceDriver : public InstanceDriver {
   absl::Status WaitReady(const v1::ServingInstance&, absl::Time) override {
     return absl::OkStatus();
   }
-  bool Alive(const v1::ServingInstance& instance) override {
+  absl::StatusOr<bool> Alive(const v1::ServingInstance& instance) override {
     absl::MutexLock lock(&mu);
     return alive.count(instance.pid()) > 0;
   }

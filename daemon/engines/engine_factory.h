@@ -22,6 +22,7 @@
 #include "daemon/engines/sglang_renderer.h"
 #include "daemon/engines/sim_engine.h"
 #include "daemon/engines/vllm_renderer.h"
+#include "daemon/placement/placement_set.h"
 #include "servelab/v1/spec.pb.h"
 
 namespace servelab::engines {
@@ -30,6 +31,8 @@ struct EngineOptions {
   SimEngineOptions sim{DefaultSimBinary(), 1.0};
   VllmOptions vllm;
   SglangOptions sglang;
+  // Shared by every engine (not owned); null: each engine places locally.
+  placement::PlacementSet* placements = nullptr;
 };
 
 // INVALID_ARGUMENT for ENGINE_UNSPECIFIED or an unknown kind, and for

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "daemon/engines/process_engine.h"
 
 namespace servelab::engines {
 
@@ -42,9 +43,10 @@ absl::Status EngineSet::WaitReady(const v1::ServingInstance& instance, absl::Tim
   return engine->WaitReady(instance, deadline);
 }
 
-bool EngineSet::Alive(const v1::ServingInstance& instance) {
+absl::StatusOr<bool> EngineSet::Alive(const v1::ServingInstance& instance) {
   absl::StatusOr<core::InstanceDriver*> engine = For(instance.engine());
-  return engine.ok() && (*engine)->Alive(instance);
+  if (!engine.ok()) return false;  // No engine can reach it any more.
+  return (*engine)->Alive(instance);
 }
 
 absl::Status EngineSet::Stop(const v1::ServingInstance& instance, absl::Duration grace) {
@@ -71,6 +73,12 @@ absl::Status EngineSet::SendCacheCheckRequest(const v1::ServingInstance& instanc
                                               const std::string& prompt) {
   SERVELAB_ASSIGN_OR_RETURN(core::InstanceDriver * engine, For(instance.engine()));
   return engine->SendCacheCheckRequest(instance, prompt);
+}
+
+absl::StatusOr<std::vector<std::string>> EngineSet::ReleaseUnusedPlacements(
+    const std::vector<v1::ServingInstance>& kept) {
+  if (options_.placements == nullptr) return std::vector<std::string>();
+  return ReleaseUnusedAllocations(*options_.placements, kept);
 }
 
 std::string EngineSet::BaseUrl(const v1::ServingInstance& instance) {

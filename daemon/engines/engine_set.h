@@ -26,7 +26,7 @@ class EngineSet : public core::InstanceDriver {
                                              const std::string& log_dir) override;
   absl::StatusOr<v1::ServingInstance> Launch(const core::LaunchCommand& command) override;
   absl::Status WaitReady(const v1::ServingInstance& instance, absl::Time deadline) override;
-  bool Alive(const v1::ServingInstance& instance) override;
+  absl::StatusOr<bool> Alive(const v1::ServingInstance& instance) override;
   absl::Status Stop(const v1::ServingInstance& instance, absl::Duration grace) override;
   absl::StatusOr<core::InstanceCounters> Scrape(const v1::ServingInstance& instance) override;
   absl::Status ResetPrefixCache(const v1::ServingInstance& instance) override;
@@ -34,6 +34,8 @@ class EngineSet : public core::InstanceDriver {
   absl::Status SendCacheCheckRequest(const v1::ServingInstance& instance,
                                      const std::string& prompt) override;
   std::string BaseUrl(const v1::ServingInstance& instance) override;
+  absl::StatusOr<std::vector<std::string>> ReleaseUnusedPlacements(
+      const std::vector<v1::ServingInstance>& kept) override;
 
  private:
   // Instances from before the kind was recorded count as sim.

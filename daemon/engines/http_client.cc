@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -72,19 +73,40 @@ absl::StatusOr<std::string> DecodeChunked(absl::string_view body) {
   }
 }
 
-absl::StatusOr<HttpResponse> Exchange(int port, absl::string_view method, absl::string_view path,
-                                      absl::string_view body, bool send_body,
-                                      absl::Duration timeout) {
+// An IPv4 address for `host`: dotted quad, else the resolver's first.
+absl::StatusOr<in_addr> ResolveIpv4(const std::string& host) {
+  in_addr address{};
+  if (inet_pton(AF_INET, host.c_str(), &address) == 1) return address;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (rc != 0 || found == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot resolve host \"", host, "\": ", gai_strerror(rc)));
+  }
+  address = reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr;
+  freeaddrinfo(found);
+  return address;
+}
+
+absl::StatusOr<HttpResponse> Exchange(const std::string& host, int port, absl::string_view method,
+                                      absl::string_view path, absl::string_view body,
+                                      bool send_body, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
-  const std::string where = absl::StrCat(method, " http://127.0.0.1:", port, path);
+  const std::string where = absl::StrCat(method, " http://", host, ":", port, path);
   if (port <= 0 || port > 65535) return absl::InvalidArgumentError("bad port in " + where);
+  absl::StatusOr<in_addr> address = ResolveIpv4(host);
+  if (!address.ok())
+    return absl::UnavailableError(absl::StrCat(where, ": ", address.status().message()));
 
   Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return absl::UnavailableError(absl::StrCat("socket: ", std::strerror(errno)));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_addr = *address;
   if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     if (errno != EINPROGRESS) {
       return absl::UnavailableError(absl::StrCat(where, ": connect: ", std::strerror(errno)));
@@ -99,7 +121,7 @@ absl::StatusOr<HttpResponse> Exchange(int port, absl::string_view method, absl::
     }
   }
 
-  std::string request = absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: 127.0.0.1:", port,
+  std::string request = absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: ", host, ":", port,
                                      "\r\nConnection: close\r\nAccept: */*\r\n");
   if (send_body) {
     absl::StrAppend(&request, "Content-Type: application/json\r\nContent-Length: ", body.size(),
@@ -193,12 +215,22 @@ absl::StatusOr<HttpResponse> ParseHttpResponse(absl::string_view raw) {
 }
 
 absl::StatusOr<HttpResponse> HttpGet(int port, absl::string_view path, absl::Duration timeout) {
-  return Exchange(port, "GET", path, "", /*send_body=*/false, timeout);
+  return HttpGet(kLoopbackHost, port, path, timeout);
+}
+
+absl::StatusOr<HttpResponse> HttpGet(const std::string& host, int port, absl::string_view path,
+                                     absl::Duration timeout) {
+  return Exchange(host, port, "GET", path, "", /*send_body=*/false, timeout);
 }
 
 absl::StatusOr<HttpResponse> HttpPost(int port, absl::string_view path, absl::string_view json_body,
                                       absl::Duration timeout) {
-  return Exchange(port, "POST", path, json_body, /*send_body=*/true, timeout);
+  return HttpPost(kLoopbackHost, port, path, json_body, timeout);
+}
+
+absl::StatusOr<HttpResponse> HttpPost(const std::string& host, int port, absl::string_view path,
+                                      absl::string_view json_body, absl::Duration timeout) {
+  return Exchange(host, port, "POST", path, json_body, /*send_body=*/true, timeout);
 }
 
 }  // namespace servelab::engines

@@ -7,9 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/json_quote.h"
+#include "common/status_macros.h"
 #include "daemon/engines/http_client.h"
-#include "daemon/engines/process_launcher.h"
 #include "daemon/engines/render_common.h"
+#include "daemon/placement/process_launcher.h"
 
 namespace servelab::engines {
 namespace {
@@ -47,22 +48,39 @@ struct Process {
   int64_t start_ticks = 0;
   int port = 0;
   std::string log_path;
+  v1::PlacedProcess placed;
+  // Where to connect: the placement's address (instances from before
+  // placements were recorded listen on loopback).
+  std::string host() const { return placed.host().empty() ? kLoopbackHost : placed.host(); }
+  placement::PlacedProcess identity() const {
+    return placement::FromProto(placed, pid, start_ticks);
+  }
 };
 
 std::vector<Process> ProcessesOf(const v1::ServingInstance& instance) {
-  std::vector<Process> all = {
-      {0, instance.pid(), instance.process_start_ticks(), instance.port(), instance.log_path()}};
+  std::vector<Process> all = {{0, instance.pid(), instance.process_start_ticks(), instance.port(),
+                               instance.log_path(), instance.placed()}};
   for (const v1::RankProcess& r : instance.extra_ranks()) {
-    all.push_back({r.dp_rank(), r.pid(), r.process_start_ticks(), r.port(), r.log_path()});
+    all.push_back(
+        {r.dp_rank(), r.pid(), r.process_start_ticks(), r.port(), r.log_path(), r.placed()});
   }
   return all;
 }
 
 std::string Describe(const v1::ServingInstance& instance, const Process& p) {
+  std::string where = p.placed.kind() == v1::PLACEMENT_KIND_SLURM
+                          ? absl::StrCat("Slurm step ", p.placed.step_id(), " on ", p.placed.node())
+                          : absl::StrCat("pid ", p.pid);
   return absl::StrCat(
       SideLabel(instance.side()),
       instance.extra_ranks_size() > 0 ? absl::StrCat(" rank ", p.dp_rank) : std::string(),
-      " instance (pid ", p.pid, ", port ", p.port, ")");
+      " instance (", where, ", port ", p.port, ")");
+}
+
+// The local-only set of an engine no daemon gave one (unit tests).
+placement::PlacementSet& LocalOnlyPlacements() {
+  static auto* set = new placement::PlacementSet({});
+  return *set;
 }
 
 }  // namespace
@@ -132,34 +150,61 @@ core::InstanceCounters CountersFromSamples(const MetricSamples& samples,
   return c;
 }
 
+placement::PlacementSet& ProcessEngine::placements() {
+  return placements_ != nullptr ? *placements_ : LocalOnlyPlacements();
+}
+
+absl::StatusOr<v1::RankProcess> ProcessEngine::Spawn(const core::LaunchCommand& command,
+                                                     const std::vector<std::string>& argv,
+                                                     const std::map<std::string, std::string>& env,
+                                                     const std::string& log_path,
+                                                     const std::string& name) {
+  SERVELAB_ASSIGN_OR_RETURN(placement::Placement * where, placements().ForSpec(command.placement));
+  placement::PlacementRequest request{argv, env, log_path, name, command.node, command.devices};
+  SERVELAB_ASSIGN_OR_RETURN(placement::PlacedProcess placed, where->Spawn(request));
+  v1::RankProcess process;
+  process.set_pid(placed.pid);
+  process.set_process_start_ticks(placed.start_ticks);
+  process.set_log_path(log_path);
+  *process.mutable_placed() = placement::ToProto(placed);
+  placements().Annotate(*process.mutable_placed());
+  absl::StatusOr<std::string> host = where->Address(placed);
+  if (!host.ok()) {
+    where->Stop(placed, absl::Seconds(5)).IgnoreError();
+    return host.status();
+  }
+  process.mutable_placed()->set_host(*host);
+  return process;
+}
+
 absl::StatusOr<v1::ServingInstance> ProcessEngine::Launch(const core::LaunchCommand& command) {
   for (const auto& [path, content] : command.files) {
     absl::Status written = WriteFileAtomically(path, content);
     if (!written.ok()) return written;
   }
-  absl::StatusOr<StartedProcess> process =
-      StartProcess(command.argv, command.env, command.log_path);
-  if (!process.ok()) return process.status();
+  const std::string label = SideLabel(command.side);
+  SERVELAB_ASSIGN_OR_RETURN(v1::RankProcess first,
+                            Spawn(command, command.argv, command.env, command.log_path, label));
   v1::ServingInstance instance;
   instance.set_side(command.side);
-  instance.set_pid(process->pid);
-  instance.set_process_start_ticks(process->start_ticks);
+  instance.set_pid(first.pid());
+  instance.set_process_start_ticks(first.process_start_ticks());
   instance.set_port(command.port);
   instance.set_log_path(command.log_path);
   instance.set_served_model(command.served_model);
+  *instance.mutable_placed() = first.placed();
   for (const core::RankCommand& rank : command.extra_ranks) {
-    absl::StatusOr<StartedProcess> started = StartProcess(rank.argv, rank.env, rank.log_path);
+    absl::StatusOr<v1::RankProcess> started = Spawn(command, rank.argv, rank.env, rank.log_path,
+                                                    absl::StrCat(label, "-rank", rank.dp_rank));
     if (!started.ok()) {
       // All ranks or none: a side with a missing rank cannot serve.
       Stop(instance, absl::Seconds(5)).IgnoreError();
       return started.status();
     }
     v1::RankProcess& r = *instance.add_extra_ranks();
+    r = *started;
     r.set_dp_rank(rank.dp_rank);
-    r.set_pid(started->pid);
-    r.set_process_start_ticks(started->start_ticks);
     r.set_port(rank.port);
-    r.set_log_path(rank.log_path);
   }
   absl::Time now = absl::Now();
   int64_t seconds = absl::ToUnixSeconds(now);
@@ -180,15 +225,16 @@ absl::Status ProcessEngine::WaitReady(const v1::ServingInstance& instance, absl:
     while (!ready) {
       // Checked before each probe so that a process that died is reported as
       // such even if something else now answers on its port.
-      if (!engines::Alive(p.pid, p.start_ticks)) {
+      if (!placement::Alive(p.pid, p.start_ticks)) {
         return absl::FailedPreconditionError(
             absl::StrCat(Describe(instance, p), " exited before it became ready; last lines of ",
-                         p.log_path, ":\n", LogTail(p.log_path, kLogTailLines)));
+                         p.log_path, ":\n", placement::LogTail(p.log_path, kLogTailLines)));
       }
       for (const std::string& path : paths) {
         absl::Duration left = deadline - absl::Now();
         if (left <= absl::ZeroDuration()) break;
-        absl::StatusOr<HttpResponse> r = HttpGet(p.port, path, std::min(left, kHealthProbeTimeout));
+        absl::StatusOr<HttpResponse> r =
+            HttpGet(p.host(), p.port, path, std::min(left, kHealthProbeTimeout));
         if (r.ok() && r->status == 200) {
           ready = true;
           break;
@@ -208,9 +254,14 @@ absl::Status ProcessEngine::WaitReady(const v1::ServingInstance& instance, absl:
   return absl::OkStatus();
 }
 
-bool ProcessEngine::Alive(const v1::ServingInstance& instance) {
+absl::StatusOr<bool> ProcessEngine::Alive(const v1::ServingInstance& instance) {
   for (const Process& p : ProcessesOf(instance)) {
-    if (!engines::Alive(p.pid, p.start_ticks)) return false;
+    absl::StatusOr<placement::Placement*> where = placements().ForProcess(p.placed);
+    // FAILED_PRECONDITION: its Slurm job has ended, and every step with it.
+    if (absl::IsFailedPrecondition(where.status())) return false;
+    SERVELAB_RETURN_IF_ERROR(where.status());
+    SERVELAB_ASSIGN_OR_RETURN(bool alive, (*where)->Alive(p.identity()));
+    if (!alive) return false;
   }
   return true;
 }
@@ -218,17 +269,35 @@ bool ProcessEngine::Alive(const v1::ServingInstance& instance) {
 absl::Status ProcessEngine::Stop(const v1::ServingInstance& instance, absl::Duration grace) {
   absl::Status first_error;
   for (const Process& p : ProcessesOf(instance)) {
-    absl::Status stopped = engines::Stop(p.pid, p.start_ticks, grace);
+    absl::StatusOr<placement::Placement*> where = placements().ForProcess(p.placed);
+    if (absl::IsFailedPrecondition(where.status())) continue;  // Its job has ended.
+    absl::Status stopped = where.ok() ? (*where)->Stop(p.identity(), grace) : where.status();
     if (!stopped.ok() && first_error.ok()) first_error = stopped;
   }
   return first_error;
+}
+
+absl::StatusOr<std::vector<std::string>> ReleaseUnusedAllocations(
+    placement::PlacementSet& placements, const std::vector<v1::ServingInstance>& kept) {
+  std::vector<v1::PlacedProcess> still_running;
+  for (const v1::ServingInstance& instance : kept) {
+    for (const Process& p : ProcessesOf(instance)) still_running.push_back(p.placed);
+  }
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<std::string> jobs, placements.ReleaseUnused(still_running));
+  for (std::string& job : jobs) job = absl::StrCat("Slurm job ", job);
+  return jobs;
+}
+
+absl::StatusOr<std::vector<std::string>> ProcessEngine::ReleaseUnusedPlacements(
+    const std::vector<v1::ServingInstance>& kept) {
+  return ReleaseUnusedAllocations(placements(), kept);
 }
 
 absl::StatusOr<core::InstanceCounters> ProcessEngine::Scrape(const v1::ServingInstance& instance) {
   core::InstanceCounters total;
   for (const Process& p : ProcessesOf(instance)) {
     absl::StatusOr<HttpResponse> r =
-        HttpGet(p.port, protocol_.metrics_path, protocol_.request_timeout);
+        HttpGet(p.host(), p.port, protocol_.metrics_path, protocol_.request_timeout);
     if (!r.ok()) return r.status();
     if (r->status != 200) {
       return absl::UnavailableError(absl::StrCat(Describe(instance, p), ": GET ",
@@ -258,8 +327,8 @@ absl::Status ProcessEngine::ResetPrefixCache(const v1::ServingInstance& instance
     return absl::FailedPreconditionError("this engine has no prefix-cache reset endpoint");
   }
   for (const Process& p : ProcessesOf(instance)) {
-    absl::StatusOr<HttpResponse> r =
-        HttpPost(p.port, protocol_.reset_prefix_cache_path, "", protocol_.request_timeout);
+    absl::StatusOr<HttpResponse> r = HttpPost(p.host(), p.port, protocol_.reset_prefix_cache_path,
+                                              "", protocol_.request_timeout);
     if (!r.ok()) return r.status();
     if (r->status == 404) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -284,7 +353,7 @@ absl::Status ProcessEngine::SendCacheCheckRequest(const v1::ServingInstance& ins
   absl::StrAppend(&body, "\"prompt\":", JsonQuote(prompt), ",\"max_tokens\":1,\"stream\":false}");
   for (const Process& p : ProcessesOf(instance)) {
     absl::StatusOr<HttpResponse> r =
-        HttpPost(p.port, "/v1/completions", body, protocol_.request_timeout);
+        HttpPost(p.host(), p.port, "/v1/completions", body, protocol_.request_timeout);
     if (!r.ok()) return r.status();
     if (r->status != 200) {
       return absl::UnavailableError(absl::StrCat(Describe(instance, p),
@@ -296,7 +365,7 @@ absl::Status ProcessEngine::SendCacheCheckRequest(const v1::ServingInstance& ins
 }
 
 std::string ProcessEngine::BaseUrl(const v1::ServingInstance& instance) {
-  return LoopbackUrl(instance.port());
+  return HostUrl(ProcessesOf(instance)[0].host(), instance.port());
 }
 
 }  // namespace servelab::engines

@@ -1,8 +1,9 @@
 // The part of every engine that is the same for sim, vLLM, SGLang and
-// command: serving instances are local processes (process_launcher.h) that
-// speak HTTP on loopback (http_client.h). What differs between engines is how
-// argv is rendered (each subclass's Render) and a few protocol details —
-// health path, cache-reset path, metric names — held in a ServingProtocol.
+// command: serving instances are processes started through a Placement
+// (this machine, or Slurm job steps: daemon/placement/placement_set.h) that
+// speak HTTP (http_client.h) on the address the placement reports. What differs between engines is
+// how argv is rendered (each subclass's Render) and a few protocol details — health path,
+// cache-reset path, metric names — held in a ServingProtocol.
 //
 //   class SimEngine : public ProcessEngine {
 //    public:
@@ -23,6 +24,7 @@
 #include "absl/time/time.h"
 #include "daemon/core/instance_driver.h"
 #include "daemon/engines/prometheus_text.h"
+#include "daemon/placement/placement_set.h"
 
 namespace servelab::engines {
 
@@ -63,19 +65,29 @@ ServingProtocol SglangProtocol();
 
 core::InstanceCounters CountersFromSamples(const MetricSamples& samples, const CounterNames& names);
 
+// Ends the allocations of `placements` that no process of `kept` runs in;
+// returns them as "Slurm job 42".
+absl::StatusOr<std::vector<std::string>> ReleaseUnusedAllocations(
+    placement::PlacementSet& placements, const std::vector<v1::ServingInstance>& kept);
+
 class ProcessEngine : public core::InstanceDriver {
  public:
   explicit ProcessEngine(ServingProtocol protocol) : protocol_(std::move(protocol)) {}
 
-  // Writes command.files, then starts argv (and every extra rank) in its own
-  // session. Errors as StartProcess (FAILED_PRECONDITION for a binary that
-  // cannot run); ranks already started are stopped again on error.
+  // The placements to launch through and find instances with; the daemon's
+  // shared set. Until set: a local-only set of this engine's own.
+  void UsePlacements(placement::PlacementSet* placements) { placements_ = placements; }
+
+  // Writes command.files, then starts argv (and every extra rank) through
+  // the command's placement. Errors as Placement::Spawn
+  // (FAILED_PRECONDITION for a binary that cannot run); ranks already
+  // started are stopped again on error.
   absl::StatusOr<v1::ServingInstance> Launch(const core::LaunchCommand& command) override;
   // Polls the health endpoint until 200. FAILED_PRECONDITION with the last
   // lines of the log when the process exits first; DEADLINE_EXCEEDED with
   // the last probe error otherwise.
   absl::Status WaitReady(const v1::ServingInstance& instance, absl::Time deadline) override;
-  bool Alive(const v1::ServingInstance& instance) override;
+  absl::StatusOr<bool> Alive(const v1::ServingInstance& instance) override;
   absl::Status Stop(const v1::ServingInstance& instance, absl::Duration grace) override;
   // UNAVAILABLE when /metrics does not answer 200; INVALID_ARGUMENT when it
   // is not Prometheus text.
@@ -91,10 +103,21 @@ class ProcessEngine : public core::InstanceDriver {
                                      const std::string& prompt) override;
   std::string BaseUrl(const v1::ServingInstance& instance) override;
 
+  absl::StatusOr<std::vector<std::string>> ReleaseUnusedPlacements(
+      const std::vector<v1::ServingInstance>& kept) override;
+
   const ServingProtocol& protocol() const { return protocol_; }
 
  private:
+  placement::PlacementSet& placements();
+  // Starts one process of the command (rank 0 or an extra rank).
+  absl::StatusOr<v1::RankProcess> Spawn(const core::LaunchCommand& command,
+                                        const std::vector<std::string>& argv,
+                                        const std::map<std::string, std::string>& env,
+                                        const std::string& log_path, const std::string& name);
+
   const ServingProtocol protocol_;
+  placement::PlacementSet* placements_ = nullptr;
 };
 
 }  // namespace servelab::engines

@@ -14,7 +14,21 @@
 
 namespace servelab::engines {
 
-std::string LoopbackUrl(int port) { return absl::StrCat("http://127.0.0.1:", port); }
+std::string LoopbackUrl(int port) { return HostUrl("127.0.0.1", port); }
+
+std::string HostUrl(const std::string& host, int port) {
+  return absl::StrCat("http://", host, ":", port);
+}
+
+std::string ListenHost(const v1::ExperimentSpec& spec) {
+  const v1::PlacementSpec& placement = spec.deployment().placement();
+  if (placement.kind() != v1::PLACEMENT_KIND_SLURM) return "127.0.0.1";
+  return placement.slurm().listen_host().empty() ? "0.0.0.0" : placement.slurm().listen_host();
+}
+
+std::string UpstreamHost(v1::Side upstream, const core::Endpoints& endpoints) {
+  return upstream == v1::SIDE_PREFILL ? endpoints.prefill_host : endpoints.decode_host;
+}
 
 absl::StatusOr<int> PickFreeLoopbackPort() {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -102,6 +116,12 @@ absl::StatusOr<core::LaunchCommand> NewLaunchCommand(const v1::ExperimentSpec& s
   command.side = side;
   command.port = *port;
   command.log_path = LogPathFor(log_dir, side);
+  command.placement = spec.deployment().placement();
+  if (command.placement.kind() == v1::PLACEMENT_KIND_SLURM) {
+    command.node = side == v1::SIDE_ROUTER ? spec.deployment().router().node()
+                                           : (*InstanceSpecFor(spec, side))->node();
+  }
+  if (side != v1::SIDE_ROUTER) command.devices = (*InstanceSpecFor(spec, side))->devices_size();
   return command;
 }
 

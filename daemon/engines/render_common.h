@@ -25,6 +25,16 @@ absl::StatusOr<int> PickFreeLoopbackPort();
 
 // "http://127.0.0.1:PORT".
 std::string LoopbackUrl(int port);
+// "http://HOST:PORT".
+std::string HostUrl(const std::string& host, int port);
+
+// The address instances listen on: 127.0.0.1 on this machine; under Slurm
+// placement deployment.placement.slurm.listen_host, by default 0.0.0.0 so
+// that the daemon and the router reach them from another node.
+std::string ListenHost(const v1::ExperimentSpec& spec);
+
+// Where the router reaches an upstream side (endpoints' host for it).
+std::string UpstreamHost(v1::Side upstream, const core::Endpoints& endpoints);
 
 // deployment.prefill / deployment.decode; INVALID_ARGUMENT for other sides.
 absl::StatusOr<const v1::InstanceSpec*> InstanceSpecFor(const v1::ExperimentSpec& spec,
@@ -45,7 +55,7 @@ absl::StatusOr<int> UpstreamPort(const v1::ExperimentSpec& spec, v1::Side upstre
 std::string LogPathFor(const std::string& log_dir, v1::Side side);
 
 // The command every renderer starts from: side, its chosen port and log path
-// set, argv and env empty.
+// set, its placement, node and device count from the spec, argv and env empty.
 absl::StatusOr<core::LaunchCommand> NewLaunchCommand(const v1::ExperimentSpec& spec, v1::Side side,
                                                      const core::Endpoints& endpoints,
                                                      const std::string& log_dir);

@@ -50,12 +50,12 @@ absl::StatusOr<core::LaunchCommand> RenderRouter(const v1::ExperimentSpec& spec,
             "sglang_router.launch_router",
             "--pd-disaggregation",
             "--prefill",
-            LoopbackUrl(prefill),
+            HostUrl(endpoints.prefill_host, prefill),
             absl::StrCat(BootstrapPort(spec)),
             "--decode",
-            LoopbackUrl(decode),
+            HostUrl(endpoints.decode_host, decode),
             "--host",
-            "127.0.0.1",
+            ListenHost(spec),
             "--port",
             absl::StrCat(command.port)};
     argv.insert(argv.end(), router.extra_args().begin(), router.extra_args().end());
@@ -122,7 +122,7 @@ absl::StatusOr<core::LaunchCommand> RenderSglang(const v1::ExperimentSpec& spec,
   std::vector<std::string>& argv = command.argv;
   argv = {Python(spec, options), "-m",       "sglang.launch_server",
           "--model-path",        is.model(), "--host",
-          "127.0.0.1",           "--port",   absl::StrCat(command.port)};
+          ListenHost(spec),      "--port",   absl::StrCat(command.port)};
   if (!is.served_model_name().empty()) {
     argv.insert(argv.end(), {"--served-model-name", is.served_model_name()});
   }

@@ -65,7 +65,7 @@ absl::StatusOr<core::LaunchCommand> SimEngine::Render(const v1::ExperimentSpec& 
                   "--role",
                   SideLabel(side),
                   "--host",
-                  "127.0.0.1",
+                  ListenHost(spec),
                   "--port",
                   absl::StrCat(command.port),
                   "--time-scale",
@@ -77,8 +77,9 @@ absl::StatusOr<core::LaunchCommand> SimEngine::Render(const v1::ExperimentSpec& 
     absl::StatusOr<int> decode = UpstreamPort(spec, v1::SIDE_DECODE, endpoints);
     if (!decode.ok()) return decode.status();
     const v1::RouterSpec& router = spec.deployment().router();
-    command.argv.insert(command.argv.end(), {"--prefill-url", LoopbackUrl(*prefill), "--decode-url",
-                                             LoopbackUrl(*decode)});
+    command.argv.insert(command.argv.end(),
+                        {"--prefill-url", HostUrl(endpoints.prefill_host, *prefill), "--decode-url",
+                         HostUrl(endpoints.decode_host, *decode)});
     // The sim router checks a request's model against its own name, so it
     // serves the model of the side that answers (decode).
     const std::string& model = spec.deployment().decode().model().empty()

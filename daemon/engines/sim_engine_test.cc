@@ -117,7 +117,7 @@ TEST(SimEngineTest, PrefillDecodeRouterEndToEnd) {
     EXPECT_EQ(instance.port(), command->port);
     EXPECT_GT(instance.process_start_ticks(), 0);
     EXPECT_GT(instance.launched_at().seconds(), 0);
-    EXPECT_TRUE(engine->Alive(instance));
+    EXPECT_EQ(engine->Alive(instance).value_or(false), true);
     EXPECT_EQ(getsid(instance.pid()), instance.pid());
     for (const auto& [path, content] : command->files) {
       EXPECT_EQ(testing::ReadFile(path), content);
@@ -166,7 +166,7 @@ TEST(SimEngineTest, StopAndNotAlive) {
   ASSERT_THAT(instance, IsOk());
   ASSERT_THAT(engine->WaitReady(*instance, absl::Now() + kReadyTimeout), IsOk());
   EXPECT_THAT(engine->Stop(*instance, absl::Seconds(10)), IsOk());
-  EXPECT_FALSE(engine->Alive(*instance));
+  EXPECT_EQ(engine->Alive(*instance).value_or(true), false);
   EXPECT_THAT(engine->Scrape(*instance), StatusIs(absl::StatusCode::kUnavailable, HasSubstr("")));
   // The sim logged its clean shutdown on SIGTERM.
   EXPECT_THAT(testing::ReadFile(instance->log_path()), HasSubstr("shutting down"));
@@ -187,7 +187,7 @@ TEST(SimEngineTest, ExitingProcessIsFailedPreconditionWithLogTail) {
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        ::testing::AllOf(HasSubstr("exited before it became ready"),
                                         HasSubstr("--no-such-flag"))));
-  EXPECT_FALSE(engine->Alive(*instance));
+  EXPECT_EQ(engine->Alive(*instance).value_or(true), false);
 }
 
 TEST(SimEngineTest, NotReadyByDeadline) {

@@ -143,15 +143,19 @@ std::map<std::string, std::string> TemplateVariables(const v1::ExperimentSpec& s
                                                      const std::string& log_dir) {
   std::map<std::string, std::string> vars = {
       {"port", absl::StrCat(port)}, {"side", SideLabel(side)}, {"log_dir", log_dir}};
-  auto known = [&](const char* name, int endpoint_port, int spec_port, v1::Side of) {
+  auto known = [&](const char* name, int endpoint_port, int spec_port, const std::string& host,
+                   v1::Side of) {
     int p = of == side ? port : (endpoint_port != 0 ? endpoint_port : spec_port);
     if (p == 0) return;
     vars[absl::StrCat(name, "_port")] = absl::StrCat(p);
-    vars[absl::StrCat(name, "_url")] = LoopbackUrl(p);
+    vars[absl::StrCat(name, "_url")] = HostUrl(host, p);
   };
-  known("prefill", endpoints.prefill_port, spec.deployment().prefill().port(), v1::SIDE_PREFILL);
-  known("decode", endpoints.decode_port, spec.deployment().decode().port(), v1::SIDE_DECODE);
-  known("router", endpoints.router_port, spec.deployment().router().port(), v1::SIDE_ROUTER);
+  known("prefill", endpoints.prefill_port, spec.deployment().prefill().port(),
+        endpoints.prefill_host, v1::SIDE_PREFILL);
+  known("decode", endpoints.decode_port, spec.deployment().decode().port(), endpoints.decode_host,
+        v1::SIDE_DECODE);
+  known("router", endpoints.router_port, spec.deployment().router().port(), "127.0.0.1",
+        v1::SIDE_ROUTER);
   return vars;
 }
 

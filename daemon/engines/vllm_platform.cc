@@ -25,11 +25,11 @@ std::string Connector(const v1::ExperimentSpec& spec, VllmPlatform platform) {
   return platform == VllmPlatform::kCuda ? "NixlConnector" : "MooncakeConnectorV1";
 }
 
-// "127.0.0.1" x n and the ports of every rank of a side.
+// The side's host x n and the ports of every rank of a side.
 void AddUpstreams(std::vector<std::string>& argv, const char* hosts_flag, const char* ports_flag,
-                  int port, const std::vector<int>& extra_ports) {
+                  const std::string& host, int port, const std::vector<int>& extra_ports) {
   argv.push_back(hosts_flag);
-  for (size_t i = 0; i <= extra_ports.size(); ++i) argv.push_back("127.0.0.1");
+  for (size_t i = 0; i <= extra_ports.size(); ++i) argv.push_back(host);
   argv.push_back(ports_flag);
   argv.push_back(absl::StrCat(port));
   for (int p : extra_ports) argv.push_back(absl::StrCat(p));
@@ -198,20 +198,21 @@ absl::StatusOr<std::vector<std::string>> ProxyArgv(const v1::ExperimentSpec& spe
   if (!prefill.ok()) return prefill.status();
   absl::StatusOr<int> decode = UpstreamPort(spec, v1::SIDE_DECODE, endpoints);
   if (!decode.ok()) return decode.status();
-  std::vector<std::string> argv = {python,      script,   "--host",
-                                   "127.0.0.1", "--port", absl::StrCat(port)};
+  std::vector<std::string> argv = {python,           script,   "--host",
+                                   ListenHost(spec), "--port", absl::StrCat(port)};
   const bool several =
       !endpoints.prefill_extra_ports.empty() || !endpoints.decode_extra_ports.empty();
   if (platform == VllmPlatform::kCuda && !several) {
     // toy_proxy_server.py's singular flags.
-    argv.insert(argv.end(),
-                {"--prefiller-host", "127.0.0.1", "--prefiller-port", absl::StrCat(*prefill),
-                 "--decoder-host", "127.0.0.1", "--decoder-port", absl::StrCat(*decode)});
+    argv.insert(argv.end(), {"--prefiller-host", endpoints.prefill_host, "--prefiller-port",
+                             absl::StrCat(*prefill), "--decoder-host", endpoints.decode_host,
+                             "--decoder-port", absl::StrCat(*decode)});
   } else {
     // nargs="+" lists: one host and port per DP rank.
-    AddUpstreams(argv, "--prefiller-hosts", "--prefiller-ports", *prefill,
+    AddUpstreams(argv, "--prefiller-hosts", "--prefiller-ports", endpoints.prefill_host, *prefill,
                  endpoints.prefill_extra_ports);
-    AddUpstreams(argv, "--decoder-hosts", "--decoder-ports", *decode, endpoints.decode_extra_ports);
+    AddUpstreams(argv, "--decoder-hosts", "--decoder-ports", endpoints.decode_host, *decode,
+                 endpoints.decode_extra_ports);
   }
   *tool = platform == VllmPlatform::kCuda ? "vllm toy_proxy" : "vllm-ascend lb_proxy";
   return argv;

@@ -69,7 +69,8 @@ absl::Status RenderServe(const v1::ExperimentSpec& spec, v1::Side side, const Se
                          std::vector<std::string>& argv, std::map<std::string, std::string>& env) {
   const v1::InstanceSpec& is = **InstanceSpecFor(spec, side);
   const std::string field = InstanceFieldPath(side);
-  argv = {args.binary, "serve", is.model(), "--host", "127.0.0.1", "--port", absl::StrCat(port)};
+  argv = {args.binary,      "serve",  is.model(),        "--host",
+          ListenHost(spec), "--port", absl::StrCat(port)};
   if (!is.served_model_name().empty()) {
     argv.insert(argv.end(), {"--served-model-name", is.served_model_name()});
   }

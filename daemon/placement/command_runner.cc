@@ -16,7 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "daemon/engines/process_launcher.h"
+#include "daemon/placement/process_launcher.h"
 
 namespace servelab::placement {
 namespace {
@@ -54,7 +54,7 @@ bool MakePipe(Pipe& pipe) {
 
 std::vector<std::string> Environment(const std::map<std::string, std::string>& env) {
   std::map<std::string, std::string> merged;
-  for (const char* name : engines::kInheritedEnv) {
+  for (const char* name : placement::kInheritedEnv) {
     if (const char* value = std::getenv(name)) merged[name] = value;
   }
   for (const auto& [name, value] : env) merged[name] = value;

@@ -27,7 +27,7 @@ struct CommandResult {
 };
 
 // Runs argv with stdin on /dev/null and the environment
-// engines::kInheritedEnv (the daemon's values) plus `env`, which wins.
+// placement::kInheritedEnv (the daemon's values) plus `env`, which wins.
 // A non-zero exit is a result, not an error. INVALID_ARGUMENT: empty argv or
 // relative argv[0]; FAILED_PRECONDITION: it cannot be executed;
 // DEADLINE_EXCEEDED: still running after `timeout` (it is then killed).

@@ -1,7 +1,7 @@
 #include "daemon/placement/local_placement.h"
 
 #include "absl/strings/str_cat.h"
-#include "daemon/engines/process_launcher.h"
+#include "daemon/placement/process_launcher.h"
 
 namespace servelab::placement {
 namespace {
@@ -19,8 +19,8 @@ absl::StatusOr<PlacedProcess> LocalPlacement::Spawn(const PlacementRequest& requ
     return absl::InvalidArgumentError(
         absl::StrCat("the local placement runs on localhost only, not on node ", request.node));
   }
-  absl::StatusOr<engines::StartedProcess> started =
-      engines::StartProcess(request.argv, request.env, request.log_path);
+  absl::StatusOr<placement::StartedProcess> started =
+      placement::StartProcess(request.argv, request.env, request.log_path);
   if (!started.ok()) return started.status();
   PlacedProcess placed;
   placed.kind = kLocalKind;
@@ -32,12 +32,12 @@ absl::StatusOr<PlacedProcess> LocalPlacement::Spawn(const PlacementRequest& requ
 
 absl::StatusOr<bool> LocalPlacement::Alive(const PlacedProcess& process) {
   if (absl::Status kind = CheckKind(process); !kind.ok()) return kind;
-  return engines::Alive(process.pid, process.start_ticks);
+  return placement::Alive(process.pid, process.start_ticks);
 }
 
 absl::Status LocalPlacement::Stop(const PlacedProcess& process, absl::Duration grace) {
   if (absl::Status kind = CheckKind(process); !kind.ok()) return kind;
-  return engines::Stop(process.pid, process.start_ticks, grace);
+  return placement::Stop(process.pid, process.start_ticks, grace);
 }
 
 absl::StatusOr<std::string> LocalPlacement::Address(const PlacedProcess& process) {

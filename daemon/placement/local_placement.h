@@ -1,6 +1,6 @@
 // LocalPlacement: instances as processes of this machine, through the
 // engines' process launcher (own session, log file, pid + start time as the
-// identity; see daemon/engines/process_launcher.h). It is what the daemon
+// identity; see daemon/placement/process_launcher.h). It is what the daemon
 // does today, behind the Placement interface.
 //
 //   LocalPlacement local;

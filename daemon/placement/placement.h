@@ -32,7 +32,7 @@ inline constexpr char kSlurmKind[] = "slurm";
 
 struct PlacementRequest {
   std::vector<std::string> argv;  // argv[0] is an absolute path on the target node.
-  // Added to a clean base environment (engines::kInheritedEnv), as for a
+  // Added to a clean base environment (placement::kInheritedEnv), as for a
   // local launch. Under Slurm, Slurm sets CUDA_VISIBLE_DEVICES itself (see
   // slurm_placement.h); other variables reach the process unchanged.
   std::map<std::string, std::string> env;

@@ -18,6 +18,7 @@ std::vector<std::string> SallocArgv(const std::string& salloc, const SlurmOption
   if (options.exclusive_allocation) argv.push_back("--exclusive");
   if (!options.gres.empty()) argv.push_back(absl::StrCat("--gres=", options.gres));
   if (!options.partition.empty()) argv.push_back(absl::StrCat("--partition=", options.partition));
+  if (!options.account.empty()) argv.push_back(absl::StrCat("--account=", options.account));
   if (!options.time_limit.empty()) argv.push_back(absl::StrCat("--time=", options.time_limit));
   // salloc waits for resources forever by default; --immediate makes it give
   // up (and withdraw the request) itself, instead of us killing it and

@@ -43,6 +43,7 @@ struct SlurmOptions {
   int nodes = 1;
   std::string gres;                  // Per node, e.g. "gpu:16"; empty: none.
   std::string partition;             // Empty: the cluster's default.
+  std::string account;               // Empty: the user's default.
   std::string time_limit;            // salloc --time, e.g. "7-00:00:00"; empty: the partition's.
   bool exclusive_allocation = true;  // salloc --exclusive: the daemon owns the nodes.
   std::vector<std::string> salloc_args;                  // Appended as given.

@@ -20,11 +20,12 @@ TEST(SallocArgvTest, AsksForAnExclusiveAllocationThatGivesUpInTime) {
   options.partition = "debug";
   options.time_limit = "1-00:00:00";
   options.allocation_timeout = absl::Minutes(2);
-  options.salloc_args = {"--account=llm"};
+  options.account = "llm";
+  options.salloc_args = {"--qos=high"};
   EXPECT_THAT(SallocArgv("/usr/bin/salloc", options),
               ElementsAre("/usr/bin/salloc", "--no-shell", "--job-name=servelab", "--nodes=2",
-                          "--exclusive", "--gres=gpu:16", "--partition=debug", "--time=1-00:00:00",
-                          "--immediate=120", "--account=llm"));
+                          "--exclusive", "--gres=gpu:16", "--partition=debug", "--account=llm",
+                          "--time=1-00:00:00", "--immediate=120", "--qos=high"));
 }
 
 TEST(SallocArgvTest, LeavesOutWhatIsNotSet) {

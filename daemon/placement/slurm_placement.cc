@@ -10,7 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
-#include "daemon/engines/process_launcher.h"
+#include "daemon/placement/process_launcher.h"
 
 namespace servelab::placement {
 namespace {
@@ -75,9 +75,9 @@ absl::Status CheckRequest(const PlacementRequest& request) {
 void ReapSrun(const PlacedProcess& process) {
   if (process.pid <= 0) return;
   absl::Time deadline = absl::Now() + kSrunExitWait;
-  while (engines::Alive(process.pid, process.start_ticks)) {
+  while (placement::Alive(process.pid, process.start_ticks)) {
     if (absl::Now() >= deadline) {
-      engines::Stop(process.pid, process.start_ticks, absl::Seconds(1)).IgnoreError();
+      placement::Stop(process.pid, process.start_ticks, absl::Seconds(1)).IgnoreError();
       return;
     }
     absl::SleepFor(absl::Milliseconds(20));
@@ -187,13 +187,13 @@ absl::StatusOr<PlacedProcess> SlurmPlacement::Spawn(const PlacementRequest& requ
   for (const auto& [name, value] : request.env) env[name] = value;
   std::string srun_log = request.log_path + ".srun";
   SERVELAB_ASSIGN_OR_RETURN(
-      engines::StartedProcess srun,
-      engines::StartProcess(SrunArgv(tools_.srun, options_, job_id_, step_name, request), env,
-                            srun_log));
+      placement::StartedProcess srun,
+      placement::StartProcess(SrunArgv(tools_.srun, options_, job_id_, step_name, request), env,
+                              srun_log));
   absl::StatusOr<StepRow> step = WaitForStep(step_name, srun.pid, srun.start_ticks, srun_log);
   if (!step.ok()) {
     // A pending step request dies with its srun; nothing is left in Slurm.
-    engines::Stop(srun.pid, srun.start_ticks, absl::Seconds(2)).IgnoreError();
+    placement::Stop(srun.pid, srun.start_ticks, absl::Seconds(2)).IgnoreError();
     return step.status();
   }
   PlacedProcess placed;
@@ -222,17 +222,17 @@ absl::StatusOr<StepRow> SlurmPlacement::WaitForStep(const std::string& step_name
       last_error =
           result.ok() ? CommandError("squeue", *result).ToString() : result.status().ToString();
     }
-    if (!engines::Alive(srun_pid, srun_start_ticks)) {
+    if (!placement::Alive(srun_pid, srun_start_ticks)) {
       return absl::FailedPreconditionError(absl::StrCat(
           "srun exited before step ", step_name, " of job ", job_id_, " was seen running; ",
-          srun_log, ":\n", engines::LogTail(srun_log, kLogTailLines)));
+          srun_log, ":\n", placement::LogTail(srun_log, kLogTailLines)));
     }
     if (absl::Now() >= deadline) {
       return absl::DeadlineExceededError(absl::StrCat(
           "step ", step_name, " of job ", job_id_, " not running after ",
           absl::FormatDuration(options_.step_start_timeout), " (resources of the allocation busy?)",
           last_error.empty() ? "" : "; last error: ", last_error, "; ", srun_log, ":\n",
-          engines::LogTail(srun_log, kLogTailLines)));
+          placement::LogTail(srun_log, kLogTailLines)));
     }
     absl::SleepFor(kPollInterval);
   }
@@ -255,7 +255,7 @@ absl::StatusOr<bool> SlurmPlacement::StepRunning(const PlacedProcess& process) c
 absl::StatusOr<bool> SlurmPlacement::Alive(const PlacedProcess& process) {
   SERVELAB_RETURN_IF_ERROR(CheckProcess(process));
   // Reaps our srun if it has exited; its exit alone proves nothing.
-  if (process.pid > 0) engines::Alive(process.pid, process.start_ticks);
+  if (process.pid > 0) placement::Alive(process.pid, process.start_ticks);
   return StepRunning(process);
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -132,6 +133,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& opti
   }
   engine_options.vllm.proxy_script = options.proxy_script;
   engine_options.vllm.ascend_proxy_script = options.ascend_proxy_script;
+  placement::PlacementSetOptions placement_options;
+  const char* inherited_conf = std::getenv("SLURM_CONF");
+  std::string slurm_conf = !options.slurm_conf.empty() ? options.slurm_conf
+                           : inherited_conf != nullptr ? inherited_conf
+                                                       : "";
+  if (!slurm_conf.empty()) placement_options.slurm_env["SLURM_CONF"] = slurm_conf;
+  daemon->placements_ = std::make_unique<placement::PlacementSet>(placement_options);
+  engine_options.placements = daemon->placements_.get();
   daemon->instances_ = std::make_unique<engines::EngineSet>(engine_options);
   daemon->load_driver_ = std::make_unique<load::LoadgenDriver>();
   const std::string log_dir = absl::StrCat(state_dir, "/logs");

@@ -39,6 +39,7 @@
 #include "daemon/core/load_driver.h"
 #include "daemon/core/stage_runner.h"
 #include "daemon/core/store.h"
+#include "daemon/placement/placement_set.h"
 #include "daemon/service/listen_address.h"
 
 namespace grpc {
@@ -73,6 +74,9 @@ struct DaemonOptions {
   // load_balance_proxy_server_example.py (neither is installed as a program).
   std::string proxy_script;
   std::string ascend_proxy_script;
+  // The slurm.conf every Slurm command of a `placement: slurm` spec uses;
+  // empty: SLURM_CONF from servelabd's environment, else Slurm's default.
+  std::string slurm_conf;
   // Accept, freeze, plan and store experiments, but run none: the lane stays
   // idle until a daemon is started without it.
   bool paused = false;
@@ -121,6 +125,8 @@ class Daemon {
   std::unique_ptr<core::Store> store_;
   std::unique_ptr<core::ControlPlane> control_plane_;
   std::unique_ptr<Metrics> metrics_;
+  // Before instances_, which uses it: destroyed after it.
+  std::unique_ptr<placement::PlacementSet> placements_;
   std::unique_ptr<core::InstanceDriver> instances_;
   std::unique_ptr<core::LoadDriver> load_driver_;
   std::unique_ptr<core::StageRunner> runner_;

@@ -108,7 +108,37 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"deployment.programs.vllm_binary=vllm",
                                "deployment.programs.vllm_binary: must be an absolute path"},
                       BadValue{"deployment.ascend.hccl_buffsize=-1",
-                               "deployment.ascend.hccl_buffsize: must be >= 0"}));
+                               "deployment.ascend.hccl_buffsize: must be >= 0"},
+                      BadValue{"deployment.decode.node=n1",
+                               "deployment.decode.node: names a Slurm node, but "
+                               "deployment.placement.kind is local"},
+                      BadValue{"deployment.placement.slurm.partition=gpu",
+                               "deployment.placement.slurm: is set, but"}));
+
+TEST(FreezeTest, ChecksSlurmPlacementValues) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"deployment.placement.slurm.job_id=12x", "deployment.placement.slurm.job_id: \"12x\""},
+      {"deployment.placement.slurm.nodes=-1", "deployment.placement.slurm.nodes: must be 0..4096"},
+      {"deployment.placement.slurm.partition=a b", "deployment.placement.slurm.partition"},
+      {"deployment.placement.slurm.gres=gpu 8", "deployment.placement.slurm.gres"},
+      {"deployment.placement.slurm.time_limit=1 day", "deployment.placement.slurm.time_limit"},
+      {"deployment.prefill.node=n1;rm", "deployment.prefill.node: \"n1;rm\" is not"},
+      {"deployment.router.node=a/b", "deployment.router.node"}};
+  for (const auto& [set, message] : bad) {
+    v1::ExperimentSpec spec = Minimal();
+    ASSERT_THAT(ApplySet(spec, "deployment.placement.kind=slurm"), IsOk());
+    ASSERT_THAT(ApplySet(spec, set), IsOk()) << set;
+    EXPECT_THAT(Freeze(spec, ""), StatusIs(kInvalid, HasSubstr(message))) << set;
+  }
+  v1::ExperimentSpec good = Minimal();
+  for (const char* set : {"deployment.placement.kind=slurm", "deployment.placement.slurm.job_id=42",
+                          "deployment.placement.slurm.gres=gpu:8,npu:2",
+                          "deployment.placement.slurm.time_limit=7-00:00:00",
+                          "deployment.decode.node=node-02", "deployment.prefill.node=node-01"}) {
+    ASSERT_THAT(ApplySet(good, set), IsOk()) << set;
+  }
+  EXPECT_THAT(Freeze(good, ""), IsOk());
+}
 
 TEST(FreezeTest, ListsEveryProblem) {
   v1::ExperimentSpec spec = Minimal();

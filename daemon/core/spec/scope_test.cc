@@ -76,6 +76,11 @@ TEST(ScopeTest, SharedMessagesTakeTheScopeOfTheirHolder) {
   EXPECT_EQ(ScopeOf("limits.formal_deadline"), v1::SCOPE_NOTHING);
   EXPECT_EQ(ScopeOf("analysis.slo.ttft"), v1::SCOPE_ANALYSIS);
   EXPECT_EQ(ScopeOf("deployment.engine"), v1::SCOPE_DEPLOYMENT);
+  // A node change relaunches that side only; the allocation moves them all.
+  EXPECT_EQ(ScopeOf("deployment.decode.node"), v1::SCOPE_DECODE);
+  EXPECT_EQ(ScopeOf("deployment.router.node"), v1::SCOPE_ROUTER);
+  EXPECT_EQ(ScopeOf("deployment.placement.kind"), v1::SCOPE_DEPLOYMENT);
+  EXPECT_EQ(ScopeOf("deployment.placement.slurm.nodes"), v1::SCOPE_DEPLOYMENT);
 }
 
 v1::ExperimentSpec Base() {

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/algorithm/container.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/duration.pb.h"
@@ -97,7 +99,65 @@ void CheckProgramPaths(Problems& p, const v1::ProgramsSpec& programs) {
   }
 }
 
+// Slurm names and values reach srun/salloc as one argv element each, so
+// anything outside these characters is a typo, not a feature.
+bool SlurmWord(const std::string& value, absl::string_view extra) {
+  for (char c : value) {
+    if (!absl::ascii_isalnum(c) && c != '-' && c != '_' && c != '.' &&
+        extra.find(c) == extra.npos) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void CheckPlacement(Problems& p, const v1::DeploymentSpec& deployment) {
+  const std::pair<const char*, const std::string*> nodes[] = {
+      {"deployment.prefill.node", &deployment.prefill().node()},
+      {"deployment.decode.node", &deployment.decode().node()},
+      {"deployment.router.node", &deployment.router().node()}};
+  const v1::PlacementSpec& placement = deployment.placement();
+  if (placement.kind() != v1::PLACEMENT_KIND_SLURM) {
+    for (const auto& [path, node] : nodes) {
+      if (!node->empty()) p.Add(path, "names a Slurm node, but deployment.placement.kind is local");
+    }
+    if (placement.has_slurm()) {
+      p.Add("deployment.placement.slurm", "is set, but deployment.placement.kind is local");
+    }
+    return;
+  }
+  for (const auto& [path, node] : nodes) {
+    if (!SlurmWord(*node, "")) p.Add(path, "\"", *node, "\" is not a Slurm node name");
+  }
+  const v1::SlurmPlacementSpec& slurm = placement.slurm();
+  if (!slurm.job_id().empty() && !absl::c_all_of(slurm.job_id(), absl::ascii_isdigit)) {
+    p.Add("deployment.placement.slurm.job_id", "\"", slurm.job_id(), "\" is not a Slurm job id");
+  }
+  if (slurm.nodes() < 0 || slurm.nodes() > 4096) {
+    p.Add("deployment.placement.slurm.nodes", "must be 0..4096, got ", slurm.nodes());
+  }
+  const std::pair<const char*, const std::string*> words[] = {
+      {"deployment.placement.slurm.partition", &slurm.partition()},
+      {"deployment.placement.slurm.account", &slurm.account()},
+      {"deployment.placement.slurm.device_gres", &slurm.device_gres()}};
+  for (const auto& [path, value] : words) {
+    if (!SlurmWord(*value, "")) p.Add(path, "\"", *value, "\" has characters Slurm names do not");
+  }
+  if (!SlurmWord(slurm.gres(), ":,")) {
+    p.Add("deployment.placement.slurm.gres", "\"", slurm.gres(), "\" is not a GRES list (gpu:8)");
+  }
+  if (!SlurmWord(slurm.time_limit(), ":")) {
+    p.Add("deployment.placement.slurm.time_limit", "\"", slurm.time_limit(),
+          "\" is not a Slurm time (7-00:00:00)");
+  }
+  if (!SlurmWord(slurm.listen_host(), ":")) {
+    p.Add("deployment.placement.slurm.listen_host", "\"", slurm.listen_host(),
+          "\" is not an address");
+  }
+}
+
 void CheckDeployment(Problems& p, const v1::DeploymentSpec& deployment) {
+  CheckPlacement(p, deployment);
   CheckSide(p, "deployment.prefill", deployment.prefill(), deployment.engine());
   CheckSide(p, "deployment.decode", deployment.decode(), deployment.engine());
   for (int d : deployment.decode().devices()) {

@@ -1,4 +1,4 @@
-#include "daemon/engines/process_launcher.h"
+#include "daemon/placement/process_launcher.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 
-namespace servelab::engines {
+namespace servelab::placement {
 namespace {
 
 constexpr absl::Duration kPollInterval = absl::Milliseconds(10);
@@ -234,4 +234,4 @@ std::string LogTail(const std::string& path, int max_lines) {
   return absl::StrJoin(lines.begin() + first, lines.end(), "\n");
 }
 
-}  // namespace servelab::engines
+}  // namespace servelab::placement

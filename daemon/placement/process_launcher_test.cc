@@ -1,4 +1,4 @@
-#include "daemon/engines/process_launcher.h"
+#include "daemon/placement/process_launcher.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
 
-namespace servelab::engines {
+namespace servelab::placement {
 namespace {
 
 using ::servelab::testing::IsOk;
@@ -149,4 +149,4 @@ TEST(ProcessLauncherTest, LogTail) {
 }
 
 }  // namespace
-}  // namespace servelab::engines
+}  // namespace servelab::placement

@@ -17,8 +17,8 @@
 // directly. The child's environment is the daemon's values of a few
 // variables a process needs to function (kInheritedEnv) plus `env`, which
 // wins. All functions are thread-safe.
-#ifndef SERVELAB_DAEMON_ENGINES_PROCESS_LAUNCHER_H_
-#define SERVELAB_DAEMON_ENGINES_PROCESS_LAUNCHER_H_
+#ifndef SERVELAB_DAEMON_PLACEMENT_PROCESS_LAUNCHER_H_
+#define SERVELAB_DAEMON_PLACEMENT_PROCESS_LAUNCHER_H_
 
 #include <sys/types.h>
 
@@ -31,7 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
-namespace servelab::engines {
+namespace servelab::placement {
 
 // Variables copied from the daemon's environment when it has them.
 inline constexpr const char* kInheritedEnv[] = {"PATH", "HOME",   "USER", "LOGNAME",
@@ -67,6 +67,6 @@ absl::Status Stop(pid_t pid, int64_t start_ticks, absl::Duration grace);
 // messages about a process that died; empty if the file cannot be read.
 std::string LogTail(const std::string& path, int max_lines);
 
-}  // namespace servelab::engines
+}  // namespace servelab::placement
 
-#endif  // SERVELAB_DAEMON_ENGINES_PROCESS_LAUNCHER_H_
+#endif  // SERVELAB_DAEMON_PLACEMENT_PROCESS_LAUNCHER_H_
