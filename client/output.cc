@@ -389,10 +389,10 @@ std::string FormatHotDeployment(const v1::HotDeployment& hot) {
   if (!hot.cache_state().empty()) absl::StrAppend(&text, ", cache ", hot.cache_state());
   AppendRow(&out, "hot deployment", text);
   for (const v1::ServingInstance& instance : hot.instances()) {
-    absl::StrAppend(&out,
-                    absl::StrFormat("  %-8s pid %d, port %d, %d process(es), launched by %s\n",
-                                    SideLabel(instance.side()), instance.pid(), instance.port(),
-                                    1 + instance.extra_ranks_size(), instance.experiment_id()));
+    absl::StrAppend(
+        &out, absl::StrFormat("  %-8s %s, port %d, %d process(es), launched by %s\n",
+                              SideLabel(instance.side()), InstancePlace(instance), instance.port(),
+                              1 + instance.extra_ranks_size(), instance.experiment_id()));
   }
   return out;
 }

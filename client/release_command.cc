@@ -31,8 +31,11 @@ int ReleaseCommand(const CliIo& io, const std::string& side_name) {
   }
   if (response.released().empty()) io.out << "nothing to release: no instance of that side runs\n";
   for (const v1::ServingInstance& instance : response.released()) {
-    io.out << "released " << SideLabel(instance.side()) << " (pid " << instance.pid() << ", port "
-           << instance.port() << ", launched by " << instance.experiment_id() << ")\n";
+    io.out << "released " << SideLabel(instance.side()) << " (" << InstancePlace(instance)
+           << ", port " << instance.port() << ", launched by " << instance.experiment_id() << ")\n";
+  }
+  for (const std::string& allocation : response.ended_allocations()) {
+    io.out << "ended " << allocation << " (the daemon had created it)\n";
   }
   io.out << FormatHotDeployment(response.hot_deployment());
   return kExitOk;

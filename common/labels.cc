@@ -1,6 +1,7 @@
 #include "common/labels.h"
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 
 namespace servelab {
@@ -41,6 +42,14 @@ std::string VerdictLabel(v1::Verdict verdict) {
 bool IsFinal(v1::ExperimentState state) {
   return state == v1::EXPERIMENT_STATE_SUCCEEDED || state == v1::EXPERIMENT_STATE_FAILED ||
          state == v1::EXPERIMENT_STATE_CANCELLED;
+}
+
+std::string InstancePlace(const v1::ServingInstance& instance) {
+  const v1::PlacedProcess& placed = instance.placed();
+  if (placed.kind() == v1::PLACEMENT_KIND_SLURM) {
+    return absl::StrCat("Slurm step ", placed.step_id(), " on node ", placed.node());
+  }
+  return absl::StrCat("pid ", instance.pid());
 }
 
 }  // namespace servelab

@@ -26,6 +26,8 @@ std::string SideLabel(v1::Side side);
 std::string PhaseLabel(v1::Phase phase);
 // "keep" for VERDICT_KEEP.
 std::string VerdictLabel(v1::Verdict verdict);
+// Where an instance runs: "pid 4242", or "Slurm step 42.3 on node n1".
+std::string InstancePlace(const v1::ServingInstance& instance);
 
 // SUCCEEDED, FAILED or CANCELLED: nothing more will happen without a resume.
 bool IsFinal(v1::ExperimentState state);

@@ -29,4 +29,15 @@ TEST(LabelsTest, OnlyTheThreeEndStatesAreFinal) {
 }
 
 }  // namespace
+TEST(LabelsTest, AnInstanceIsPlacedByPidOrSlurmStep) {
+  v1::ServingInstance local;
+  local.set_pid(4242);
+  EXPECT_EQ(InstancePlace(local), "pid 4242");
+  v1::ServingInstance step = local;
+  step.mutable_placed()->set_kind(v1::PLACEMENT_KIND_SLURM);
+  step.mutable_placed()->set_step_id("42.3");
+  step.mutable_placed()->set_node("n1");
+  EXPECT_EQ(InstancePlace(step), "Slurm step 42.3 on node n1");
+}
+
 }  // namespace servelab

@@ -1,17 +1,8 @@
 #include "daemon/core/hot_deployment.h"
 
-#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 namespace servelab::core {
-
-std::string InstanceWhere(const v1::ServingInstance& instance) {
-  const v1::PlacedProcess& placed = instance.placed();
-  if (placed.kind() == v1::PLACEMENT_KIND_SLURM) {
-    return absl::StrCat("Slurm step ", placed.step_id(), " on node ", placed.node());
-  }
-  return absl::StrCat("pid ", instance.pid());
-}
 
 const std::string& FingerprintOf(const v1::Fingerprints& f, v1::Side side) {
   return side == v1::SIDE_PREFILL ? f.prefill() : side == v1::SIDE_DECODE ? f.decode() : f.router();

@@ -15,10 +15,6 @@ namespace servelab::core {
 // The fingerprint of `side` (the router's for any other value).
 const std::string& FingerprintOf(const v1::Fingerprints& fingerprints, v1::Side side);
 
-// "pid 4242", or "Slurm step 42.3 on node n1": where an instance runs, for
-// events and messages.
-std::string InstanceWhere(const v1::ServingInstance& instance);
-
 // nullopt when no instance runs. The warmup fingerprint is the one of the
 // experiment that launched the instances (the last one to warm them).
 absl::StatusOr<std::optional<HotDeployment>> ReadHotDeployment(Store& store);

@@ -45,6 +45,16 @@ absl::StatusOr<std::vector<LaunchCommand>> RenderDeployment(InstanceDriver& inst
                                                             v1::Side* failed_side) {
   std::vector<LaunchCommand> commands;
   Endpoints endpoints;
+  // At launch the router gets each side's node address from Slurm; before,
+  // the node name is the best guess (NodeName is usually the host name).
+  if (spec.deployment().placement().kind() == v1::PLACEMENT_KIND_SLURM) {
+    if (!spec.deployment().prefill().node().empty()) {
+      endpoints.prefill_host = spec.deployment().prefill().node();
+    }
+    if (!spec.deployment().decode().node().empty()) {
+      endpoints.decode_host = spec.deployment().decode().node();
+    }
+  }
   for (v1::Side side : {v1::SIDE_PREFILL, v1::SIDE_DECODE, v1::SIDE_ROUTER}) {
     absl::StatusOr<LaunchCommand> command = instances.Render(spec, side, endpoints, log_dir);
     if (!command.ok()) {

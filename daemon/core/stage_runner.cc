@@ -656,7 +656,7 @@ absl::Status StageRunner::ForgetLostInstances(const std::string& id) {
     Record(id, [&](v1::Experiment&) -> absl::StatusOr<EventText> {
       return EventText{
           "instance_lost",
-          absl::StrCat(SideLabel(instance.side()), " instance (", InstanceWhere(instance),
+          absl::StrCat(SideLabel(instance.side()), " instance (", InstancePlace(instance),
                        ") is no longer running: its side is launched again")};
     });
   }
@@ -677,7 +677,7 @@ absl::Status StageRunner::Recover() {
         return EventText{
             "instance_unknown",
             absl::StrCat("after a restart: cannot tell whether the ", SideLabel(instance.side()),
-                         " instance (", InstanceWhere(instance), ") still runs (",
+                         " instance (", InstancePlace(instance), ") still runs (",
                          alive.status().message(), "); kept")};
       });
       continue;

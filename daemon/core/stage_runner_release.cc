@@ -54,7 +54,7 @@ absl::StatusOr<v1::ReleaseDeploymentResponse> StageRunner::StopInstances(v1::Sid
       // The experiment that launched it keeps the fact in its event log.
       Record(instance.experiment_id(), [&](v1::Experiment&) -> absl::StatusOr<EventText> {
         return EventText{"released",
-                         absl::StrCat(SideLabel(candidate), " (", InstanceWhere(instance),
+                         absl::StrCat(SideLabel(candidate), " (", InstancePlace(instance),
                                       ") stopped by a release; its devices are free")};
       });
     }

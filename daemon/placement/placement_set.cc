@@ -14,11 +14,11 @@ std::string KindName(v1::PlacementKind kind) {
 }  // namespace
 
 std::string AllocationKey(const v1::SlurmPlacementSpec& spec) {
-  return absl::StrJoin({spec.partition(), spec.account(), absl::StrCat(std::max(1, spec.nodes())),
-                        spec.gres(), spec.time_limit(),
-                        std::string(spec.exclusive_steps() ? "exclusive" : "overlap"),
-                        spec.device_gres()},
-                       "|");
+  return absl::StrJoin(
+      {spec.partition(), spec.account(), absl::StrCat(std::max(1, spec.nodes())), spec.gres(),
+       spec.time_limit(), std::string(spec.exclusive_steps() ? "exclusive" : "overlap"),
+       spec.device_gres()},
+      "|");
 }
 
 SlurmOptions SlurmOptionsFor(const v1::SlurmPlacementSpec& spec,

@@ -86,8 +86,7 @@ class PlacementSet {
   };
 
   absl::StatusOr<SlurmPlacement*> Adopt(const std::string& job_id, bool own_job,
-                                        const std::string& key,
-                                        const v1::SlurmPlacementSpec* spec)
+                                        const std::string& key, const v1::SlurmPlacementSpec* spec)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const PlacementSetOptions options_;

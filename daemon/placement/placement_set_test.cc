@@ -30,7 +30,8 @@ TEST(PlacementSetTest, AStoredSlurmProcessNeedsItsJob) {
   PlacementSet set({});
   v1::PlacedProcess placed;
   placed.set_kind(v1::PLACEMENT_KIND_SLURM);
-  EXPECT_THAT(set.ForProcess(placed), StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("job id")));
+  EXPECT_THAT(set.ForProcess(placed),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("job id")));
 }
 
 TEST(PlacementSetTest, TheAllocationKeyHoldsEveryAllocationField) {

@@ -235,6 +235,11 @@ TEST_F(ExamplePlanTest, EveryRealEngineExamplePrintsItsCommands) {
       {"sglang-mooncake-16gpu.yaml",
        {"sglang.launch_server", "--enable-dp-attention", "--disaggregation-ib-device\n    mlx5_0",
         "--init-expert-location", "--enable-cache-report", "sglang_router.launch_router"}},
+      // Two Slurm nodes: every server listens on all addresses and the
+      // router reaches each side on its node.
+      {"sglang-slurm-two-nodes.yaml",
+       {"--host\n    0.0.0.0", "--prefill\n    http://gpu-node-1:30000",
+        "--decode\n    http://gpu-node-2:30000", "--port\n    8000"}},
   };
   for (const auto& [file, wanted] : examples) {
     RunResult plan = Cli({"plan", "-f", SourcePath("deploy/examples/" + file)});

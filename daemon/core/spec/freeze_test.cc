@@ -138,6 +138,11 @@ TEST(FreezeTest, ChecksSlurmPlacementValues) {
     ASSERT_THAT(ApplySet(good, set), IsOk()) << set;
   }
   EXPECT_THAT(Freeze(good, ""), IsOk());
+  // On two nodes, both sides may use device 0; on one they may not.
+  ASSERT_THAT(ApplySet(good, "deployment.decode.devices=[0]"), IsOk());
+  EXPECT_THAT(Freeze(good, ""), IsOk());
+  ASSERT_THAT(ApplySet(good, "deployment.decode.node=node-01"), IsOk());
+  EXPECT_THAT(Freeze(good, ""), StatusIs(kInvalid, HasSubstr("is also a prefill device")));
 }
 
 TEST(FreezeTest, ListsEveryProblem) {

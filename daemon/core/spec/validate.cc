@@ -160,9 +160,16 @@ void CheckDeployment(Problems& p, const v1::DeploymentSpec& deployment) {
   CheckPlacement(p, deployment);
   CheckSide(p, "deployment.prefill", deployment.prefill(), deployment.engine());
   CheckSide(p, "deployment.decode", deployment.decode(), deployment.engine());
+  // Device ids are per machine: sides on two different Slurm nodes may
+  // both use device 0.
+  const bool same_machine = deployment.placement().kind() != v1::PLACEMENT_KIND_SLURM ||
+                            deployment.prefill().node().empty() ||
+                            deployment.prefill().node() == deployment.decode().node();
   for (int d : deployment.decode().devices()) {
     for (int q : deployment.prefill().devices()) {
-      if (d == q) p.Add("deployment.decode.devices", "device ", d, " is also a prefill device");
+      if (d == q && same_machine) {
+        p.Add("deployment.decode.devices", "device ", d, " is also a prefill device");
+      }
     }
   }
   const int router_port = deployment.router().port();
