@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "daemon/placement/process_launcher.h"
 #include "tests/daemon/http_get.h"
 #include "tests/slurm/slurm_fixture.h"
 #include "tests/testing/status_matchers.h"
@@ -191,7 +192,8 @@ TEST_F(SlurmPlacementTest, ARestartedDaemonAdoptsTheStepFromItsStoredIdentity) {
 
   EXPECT_THAT(second->Stop(stored, absl::Seconds(5)), IsOk()) << cluster_->LogTails();
   EXPECT_THAT(second->Alive(stored), IsOkAnd(false));
-  EXPECT_TRUE(WaitFor([&] { return kill(stored.pid, 0) != 0; }, absl::Seconds(10)))
+  // Alive reaps it (it is this process's child) and tells exited from zombie.
+  EXPECT_TRUE(WaitFor([&] { return !Alive(stored.pid, stored.start_ticks); }, absl::Seconds(10)))
       << "srun " << stored.pid << " outlived its step";
   EXPECT_THAT(second->Release(), IsOk());
   EXPECT_NE(JobState(stored.job_id), "RUNNING");

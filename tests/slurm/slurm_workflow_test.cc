@@ -53,18 +53,12 @@ class SlurmWorkflowTest : public DaemonFixture {
   // pd-quick.yaml placed on the test cluster's one node. The sims listen on
   // loopback: tests send traffic nowhere else.
   std::string SubmitBase(std::vector<std::string> extra) {
-    std::vector<std::string> args = {"-f",
-                                     SourcePath("deploy/examples/pd-quick.yaml"),
-                                     "--set",
-                                     "deployment.placement.kind=slurm",
-                                     "--set",
-                                     "deployment.placement.slurm.gres=gpu:16",
-                                     "--set",
-                                     "deployment.placement.slurm.listen_host=127.0.0.1",
-                                     "--set",
-                                     "deployment.prefill.node=localhost",
-                                     "--set",
-                                     "deployment.decode.node=localhost"};
+    std::vector<std::string> args = {"-f",    SourcePath("deploy/examples/pd-quick.yaml"),
+                                     "--set", "deployment.placement.kind=slurm",
+                                     "--set", "deployment.placement.slurm.gres=gpu:16",
+                                     "--set", "deployment.placement.slurm.listen_host=127.0.0.1",
+                                     "--set", "deployment.prefill.node=localhost",
+                                     "--set", "deployment.decode.node=localhost"};
     args.insert(args.end(), extra.begin(), extra.end());
     return Submit(args);
   }
@@ -170,13 +164,12 @@ TEST_F(SlurmWorkflowTest, AStepCancelledFromOutsideIsLaunchedAgain) {
   const std::map<std::string, std::string> steps = Steps();
   RunResult scancel = cluster_->Client({"scancel", steps.at("servelab-decode")});
   ASSERT_EQ(scancel.exit_code, 0) << scancel.err;
-  ASSERT_TRUE(testing::WaitFor([&] { return Steps().count("servelab-decode") == 0; },
-                               absl::Seconds(30)));
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return Steps().count("servelab-decode") == 0; }, absl::Seconds(30)));
 
   // Like a crashed instance: the next experiment sees it gone and launches
   // decode again (the router with it, whose upstream changed); prefill is reused.
-  v1::Experiment next =
-      WaitFinal(Submit({"--base", base.id(), "--set", "workload.concurrency=8"}));
+  v1::Experiment next = WaitFinal(Submit({"--base", base.id(), "--set", "workload.concurrency=8"}));
   ASSERT_EQ(next.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << next.blocker();
   EXPECT_EQ(StageOf(next, v1::STAGE_LAUNCH_PREFILL).status(), v1::STAGE_STATUS_REUSED);
   EXPECT_EQ(StageOf(next, v1::STAGE_LAUNCH_DECODE).status(), v1::STAGE_STATUS_SUCCEEDED);
@@ -185,8 +178,9 @@ TEST_F(SlurmWorkflowTest, AStepCancelledFromOutsideIsLaunchedAgain) {
                                    "experiment_id = '" +
                                        next.id() + "'"});
   ASSERT_EQ(events.exit_code, 0) << events.err;
-  EXPECT_THAT(events.out, HasSubstr(absl::StrCat("decode instance (Slurm step ",
-                                                 steps.at("servelab-decode"), " on node localhost")));
+  EXPECT_THAT(events.out,
+              HasSubstr(absl::StrCat("decode instance (Slurm step ", steps.at("servelab-decode"),
+                                     " on node localhost")));
   std::map<std::string, std::string> after = Steps();
   EXPECT_EQ(after["servelab-prefill"], steps.at("servelab-prefill"));
   EXPECT_NE(after["servelab-decode"], steps.at("servelab-decode"));
