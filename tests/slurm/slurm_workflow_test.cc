@@ -155,6 +155,26 @@ TEST_F(SlurmWorkflowTest, KilledDaemonReadoptsTheStepsAndResumes) {
   EXPECT_EQ(Counter(e, v1::STAGE_FORMAL_LOAD, "attempt"), 2);
   EXPECT_EQ(StageOf(e, v1::STAGE_LAUNCH_PREFILL).attempt(), 1);
   EXPECT_EQ(Steps(), steps);
+
+  // The restarted daemon still knows it created the allocation.
+  const std::string job = absl::StrCat(Counter(e, v1::STAGE_LAUNCH_PREFILL, "slurm_job"));
+  RunResult release = Cli({"release"});
+  ASSERT_EQ(release.exit_code, 0) << release.err;
+  EXPECT_THAT(release.out, HasSubstr(absl::StrCat("ended Slurm job ", job)));
+  EXPECT_TRUE(testing::WaitFor([&] { return JobState(job) != "RUNNING"; }, absl::Seconds(30)));
+}
+
+TEST_F(SlurmWorkflowTest, AnAllocationSlurmRefusesFailsBeforeAnyRequest) {
+  StartDaemon();
+  v1::Experiment e =
+      WaitFinal(SubmitBase({"--set", "deployment.placement.slurm.partition=nosuch"}));
+  EXPECT_EQ(e.state(), v1::EXPERIMENT_STATE_FAILED);
+  EXPECT_EQ(e.failure_class(), v1::NO_REQUESTS_SENT);
+  EXPECT_THAT(e.blocker(), HasSubstr("salloc"));
+  EXPECT_THAT(e.blocker(), HasSubstr("nosuch"));
+  EXPECT_EQ(e.progress().formal_requests_sent(), 0);
+  RunResult jobs = cluster_->Client({"squeue", "-h"});
+  EXPECT_EQ(jobs.out, "") << "a job was left behind";
 }
 
 TEST_F(SlurmWorkflowTest, AStepCancelledFromOutsideIsLaunchedAgain) {
