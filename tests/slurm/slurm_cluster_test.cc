@@ -19,14 +19,7 @@ using ::testing::IsSupersetOf;
 
 class SlurmClusterTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    absl::StatusOr<std::unique_ptr<SlurmCluster>> cluster = SlurmCluster::Start();
-    if (absl::IsFailedPrecondition(cluster.status())) {
-      GTEST_SKIP() << "no Slurm test cluster here: " << cluster.status().message();
-    }
-    ASSERT_THAT(cluster, IsOk());
-    cluster_ = std::move(*cluster);
-  }
+  void SetUp() override { cluster_ = StartClusterOrSkip(); }
 
   pid_t PidFile(const std::string& relative) {
     pid_t pid = 0;

@@ -1,5 +1,6 @@
 #include "tests/slurm/slurm_fixture.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,6 +69,17 @@ absl::StatusOr<std::unique_ptr<SlurmCluster>> SlurmCluster::Start() {
 }
 
 SlurmCluster::~SlurmCluster() { Stop().IgnoreError(); }
+
+std::unique_ptr<SlurmCluster> StartClusterOrSkip() {
+  absl::StatusOr<std::unique_ptr<SlurmCluster>> cluster = SlurmCluster::Start();
+  if (absl::IsFailedPrecondition(cluster.status())) {
+    [&] { GTEST_SKIP() << "no Slurm test cluster here: " << cluster.status().message(); }();
+    return nullptr;
+  }
+  // Fatal, so that the test body does not run without its cluster.
+  if (!cluster.ok()) [&] { FAIL() << cluster.status(); }();
+  return cluster.ok() ? std::move(*cluster) : nullptr;
+}
 
 absl::Status SlurmCluster::RunScript(const std::string& command) const {
   RunResult r = Run({"/bin/bash", Script(), command, dir()}, {}, absl::Seconds(120));

@@ -74,6 +74,10 @@ class SlurmCluster {
   bool running_ = false;
 };
 
+// For a test's SetUp: the started cluster; nullptr after GTEST_SKIP (this
+// machine cannot run one, the reason printed) or after a test failure.
+std::unique_ptr<SlurmCluster> StartClusterOrSkip();
+
 }  // namespace servelab::testing
 
 #endif  // SERVELAB_TESTS_SLURM_SLURM_FIXTURE_H_

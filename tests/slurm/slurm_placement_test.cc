@@ -43,14 +43,7 @@ MATCHER_P(IsOkAnd, value, "") {
 
 class SlurmPlacementTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    absl::StatusOr<std::unique_ptr<SlurmCluster>> cluster = SlurmCluster::Start();
-    if (absl::IsFailedPrecondition(cluster.status())) {
-      GTEST_SKIP() << "no Slurm test cluster here: " << cluster.status().message();
-    }
-    ASSERT_THAT(cluster, IsOk());
-    cluster_ = std::move(*cluster);
-  }
+  void SetUp() override { cluster_ = servelab::testing::StartClusterOrSkip(); }
 
   void TearDown() override {
     if (cluster_ == nullptr) return;

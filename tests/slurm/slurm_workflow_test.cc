@@ -33,12 +33,7 @@ class SlurmWorkflowTest : public DaemonFixture {
  protected:
   void SetUp() override {
     DaemonFixture::SetUp();
-    absl::StatusOr<std::unique_ptr<SlurmCluster>> cluster = SlurmCluster::Start();
-    if (absl::IsFailedPrecondition(cluster.status())) {
-      GTEST_SKIP() << "no Slurm test cluster here: " << cluster.status().message();
-    }
-    ASSERT_THAT(cluster, IsOk());
-    cluster_ = std::move(*cluster);
+    cluster_ = testing::StartClusterOrSkip();
   }
 
   void TearDown() override {
