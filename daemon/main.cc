@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "common/crash_points.h"
 #include "daemon/service/daemon.h"
 #include "daemon/service/logging.h"
 #include "spdlog/spdlog.h"
@@ -32,8 +33,7 @@ int main(int argc, char** argv) {
       "servelabd: the servelab daemon. Owns one state directory (SQLite store, lock, socket)\n"
       "and serves the ServeLab gRPC API; `servelab` is its CLI. SIGTERM/SIGINT: graceful stop."};
   app.add_option("--state-dir", options.state_dir,
-                 "State directory (created 0700 if missing); one daemon per directory")
-      ->required();
+                 "State directory (created 0700 if missing); one daemon per directory; required");
   app.add_option("--listen", options.listen,
                  "gRPC address: unix:PATH or tcp:HOST:PORT (port 0 picks one; the bound address "
                  "is written to STATE_DIR/servelabd.addr). Default: unix:STATE_DIR/servelab.sock");
@@ -64,9 +64,24 @@ int main(int argc, char** argv) {
                  "$SLURM_CONF, else Slurm's own default)");
   app.add_flag("--paused", options.paused,
                "Accept and plan experiments but run none (the accelerator lane stays idle)");
+  bool list_crash_points = false;
+  app.add_flag("--list-crash-points", list_crash_points,
+               "Print the test-only crash points (SERVELAB_CRASH_AT=NAME[@N]) and exit");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   CLI11_PARSE(app, argc, argv);
+  if (list_crash_points) {
+    for (const std::string& point : servelab::AllCrashPoints()) std::printf("%s\n", point.c_str());
+    return 0;
+  }
+  if (options.state_dir.empty()) {
+    std::fprintf(stderr, "--state-dir is required\nRun with --help for more information.\n");
+    return 106;  // CLI11's exit code for a missing required option.
+  }
+  if (absl::Status armed = servelab::ArmCrashPointFromEnvironment(); !armed.ok()) {
+    std::fprintf(stderr, "servelabd: %s\n", std::string(armed.message()).c_str());
+    return 2;
+  }
 
   spdlog::set_level(spdlog::level::from_str(log_level));
   auto log = servelab::service::Logger("daemon");

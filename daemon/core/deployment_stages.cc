@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/crash_points.h"
 #include "common/labels.h"
 #include "common/status_macros.h"
 #include "daemon/core/hot_deployment.h"
@@ -115,6 +116,7 @@ absl::StatusOr<Counters> LaunchSide(StageEnv& env, const v1::Experiment& e, v1::
   SERVELAB_ASSIGN_OR_RETURN(LaunchCommand command,
                             env.instances.Render(e.spec(), side, endpoints, env.log_dir));
   SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance instance, env.instances.Launch(command));
+  CrashPoint("instance.launch.after_spawn");  // Running, not yet recorded: an orphan.
   instance.set_fingerprint(FingerprintOf(e.plan().fingerprints(), side));
   instance.set_experiment_id(e.id());
   instance.set_command_text(CommandToText(command));
@@ -122,6 +124,7 @@ absl::StatusOr<Counters> LaunchSide(StageEnv& env, const v1::Experiment& e, v1::
   // Stored before it is ready, so that a daemon crash now still knows the
   // process exists and can stop or adopt it.
   SERVELAB_RETURN_IF_ERROR(env.store.PutInstance(instance));
+  CrashPoint("instance.launch.after_record");
   env.metrics.CountInstanceLaunch(SideLabel(side));
   SERVELAB_RETURN_IF_ERROR(env.instances.WaitReady(
       instance, env.clock.Now() + FromDuration(e.spec().limits().launch_timeout())));

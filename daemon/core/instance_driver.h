@@ -138,6 +138,14 @@ class InstanceDriver {
   // "http://HOST:PORT": where requests for this instance go.
   virtual std::string BaseUrl(const v1::ServingInstance& instance) = 0;
 
+  // Stops what this daemon started but never recorded (it died in between):
+  // every process marked as its own that is none of `recorded`. Returns
+  // their pids.
+  virtual std::vector<int> StopUnrecorded(const std::vector<v1::ServingInstance>& recorded,
+                                          absl::Duration grace) {
+    return {};
+  }
+
   // Ends every allocation the daemon created (Slurm) that none of `kept`
   // runs in; returns what it ended, e.g. {"slurm job 42"}.
   virtual absl::StatusOr<std::vector<std::string>> ReleaseUnusedPlacements(

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/crash_points.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -50,7 +51,9 @@ absl::StatusOr<v1::Experiment> Ledger::Update(std::string_view id, const Mutatio
   *experiment->mutable_updated_at() = ToTimestamp(now);
   Event event{
       .experiment_id = experiment->id(), .at = now, .kind = text.kind, .detail = text.detail};
+  CrashPoint("ledger.commit.before");
   SERVELAB_RETURN_IF_ERROR(store_.UpdateExperiment(*experiment, event));
+  CrashPoint("ledger.commit.after");
   Notify(*experiment);
   return experiment;
 }

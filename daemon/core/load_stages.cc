@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/crash_points.h"
 #include "common/labels.h"
 #include "common/status_macros.h"
 #include "daemon/core/launch_command_text.h"
@@ -213,6 +214,7 @@ absl::StatusOr<LoadOutcome> RunFormalRepeat(StageEnv& env, const v1::Experiment&
     std::vector<v1::RequestRecord> stamped = records;
     for (v1::RequestRecord& r : stamped) r.set_repeat(repeat);
     SERVELAB_RETURN_IF_ERROR(env.store.AppendRequests(stamped));
+    CrashPoint("records.batch.after");
     std::optional<absl::Time> first_sent = EarliestSend(records);
     if (first_sent.has_value() && !progress.has_first_formal_request_at()) {
       *progress.mutable_first_formal_request_at() = ToTimestamp(*first_sent);

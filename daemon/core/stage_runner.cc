@@ -4,6 +4,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/crash_points.h"
 #include "common/labels.h"
 #include "common/status_macros.h"
 #include "daemon/core/failure_class.h"
@@ -266,8 +268,19 @@ void StageRunner::Prepare(const std::string& id) {
         // A resume continues where the failure class says; completed
         // stages are never re-run.
         switch (e.failure_class()) {
-          case v1::LOAD_INTERRUPTED:
           case v1::LOAD_END_UNKNOWN:
+            // The load generator finished and every record is stored: only
+            // its end on the servers is unknown. Confirm the drain, keep the
+            // load (found by the crash-point test at drain_confirm).
+            if (FindStage(e, v1::STAGE_FORMAL_LOAD)->status() == v1::STAGE_STATUS_SUCCEEDED) {
+              for (v1::StageName s :
+                   {v1::STAGE_DRAIN_CONFIRM, v1::STAGE_ANALYZE, v1::STAGE_DECIDE}) {
+                ResetStage(*FindStage(e, s));
+              }
+              break;
+            }
+            [[fallthrough]];
+          case v1::LOAD_INTERRUPTED:
             for (v1::StageName s : {v1::STAGE_FORMAL_LOAD, v1::STAGE_DRAIN_CONFIRM,
                                     v1::STAGE_ANALYZE, v1::STAGE_DECIDE}) {
               ResetStage(*FindStage(e, s));
@@ -518,7 +531,9 @@ absl::Status StageRunner::RunStage(
         return EventText{
             "stage", absl::StrCat(StageLabel(name), " running (attempt ", stage.attempt(), ")")};
       }));
+  CrashPoint(absl::StrCat("stage.", StageLabel(name), ".begin"));
   absl::StatusOr<Counters> counters = body(started);
+  CrashPoint(absl::StrCat("stage.", StageLabel(name), ".end"));
   const absl::Time end = ledger_.clock().Now();
   Record(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
     v1::Stage& stage = *FindStage(e, name);
@@ -687,6 +702,10 @@ absl::Status StageRunner::Recover() {
       SERVELAB_RETURN_IF_ERROR(store.RemoveInstance(instance.side()));
     }
   }
+  // Started but never recorded (the daemon died right after the spawn):
+  // found by the owner marker in its environment, never left unowned.
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> recorded, store.ListInstances());
+  const std::vector<int> orphans = instances_.StopUnrecorded(recorded, options_.stop_grace);
   SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> all, store.ListExperiments({}));
   for (const v1::Experiment& experiment : all) {
     if (experiment.state() == v1::EXPERIMENT_STATE_QUEUED) {
@@ -717,9 +736,15 @@ absl::Status StageRunner::Recover() {
       e.set_failure_class(failure_class);
       e.set_resume_action(ResumeAction(failure_class, interrupted));
       e.set_blocker(absl::StrCat("the daemon restarted during ", StageLabel(interrupted)));
-      return EventText{"recovered", absl::StrCat(v1::FailureClass_Name(failure_class),
-                                                 ": interrupted by a daemon restart during ",
-                                                 StageLabel(interrupted))};
+      return EventText{
+          "recovered",
+          absl::StrCat(v1::FailureClass_Name(failure_class),
+                       ": interrupted by a daemon restart during ", StageLabel(interrupted),
+                       orphans.empty() ? ""
+                                       : absl::StrCat("; stopped ", orphans.size(),
+                                                      " process(es) it had started but not "
+                                                      "recorded: pid ",
+                                                      absl::StrJoin(orphans, ", ")))};
     });
   }
   return absl::OkStatus();

@@ -81,6 +81,12 @@ absl::StatusOr<std::vector<std::string>> EngineSet::ReleaseUnusedPlacements(
   return ReleaseUnusedAllocations(*options_.placements, kept);
 }
 
+std::vector<int> EngineSet::StopUnrecorded(const std::vector<v1::ServingInstance>& recorded,
+                                           absl::Duration grace) {
+  if (options_.placements == nullptr) return {};
+  return StopUnrecordedInstances(*options_.placements, recorded, grace);
+}
+
 std::string EngineSet::BaseUrl(const v1::ServingInstance& instance) {
   absl::StatusOr<core::InstanceDriver*> engine = For(instance.engine());
   return engine.ok() ? (*engine)->BaseUrl(instance)

@@ -36,6 +36,8 @@ class EngineSet : public core::InstanceDriver {
   std::string BaseUrl(const v1::ServingInstance& instance) override;
   absl::StatusOr<std::vector<std::string>> ReleaseUnusedPlacements(
       const std::vector<v1::ServingInstance>& kept) override;
+  std::vector<int> StopUnrecorded(const std::vector<v1::ServingInstance>& recorded,
+                                  absl::Duration grace) override;
 
  private:
   // Instances from before the kind was recorded count as sim.

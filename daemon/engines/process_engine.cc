@@ -161,6 +161,7 @@ absl::StatusOr<v1::RankProcess> ProcessEngine::Spawn(const core::LaunchCommand& 
                                                      const std::string& name) {
   SERVELAB_ASSIGN_OR_RETURN(placement::Placement * where, placements().ForSpec(command.placement));
   placement::PlacementRequest request{argv, env, log_path, name, command.node, command.devices};
+  if (!placements().owner().empty()) request.env[placement::kOwnerVariable] = placements().owner();
   SERVELAB_ASSIGN_OR_RETURN(placement::PlacedProcess placed, where->Spawn(request));
   v1::RankProcess process;
   process.set_pid(placed.pid);
@@ -286,6 +287,16 @@ absl::StatusOr<std::vector<std::string>> ReleaseUnusedAllocations(
   SERVELAB_ASSIGN_OR_RETURN(std::vector<std::string> jobs, placements.ReleaseUnused(still_running));
   for (std::string& job : jobs) job = absl::StrCat("Slurm job ", job);
   return jobs;
+}
+
+std::vector<int> StopUnrecordedInstances(placement::PlacementSet& placements,
+                                         const std::vector<v1::ServingInstance>& recorded,
+                                         absl::Duration grace) {
+  std::vector<int> pids;
+  for (const v1::ServingInstance& instance : recorded) {
+    for (const Process& p : ProcessesOf(instance)) pids.push_back(p.pid);
+  }
+  return placements.StopUnrecorded(pids, grace);
 }
 
 absl::StatusOr<std::vector<std::string>> ProcessEngine::ReleaseUnusedPlacements(

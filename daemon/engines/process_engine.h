@@ -65,6 +65,12 @@ ServingProtocol SglangProtocol();
 
 core::InstanceCounters CountersFromSamples(const MetricSamples& samples, const CounterNames& names);
 
+// Stops the processes of `placements`' owner that no instance of
+// `recorded` is (started, then the daemon died before storing them).
+std::vector<int> StopUnrecordedInstances(placement::PlacementSet& placements,
+                                         const std::vector<v1::ServingInstance>& recorded,
+                                         absl::Duration grace);
+
 // Ends the allocations of `placements` that no process of `kept` runs in;
 // returns them as "Slurm job 42".
 absl::StatusOr<std::vector<std::string>> ReleaseUnusedAllocations(

@@ -1,8 +1,11 @@
 #include "daemon/placement/placement_set.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "daemon/placement/process_launcher.h"
 
 namespace servelab::placement {
 namespace {
@@ -90,6 +93,17 @@ absl::StatusOr<Placement*> PlacementSet::ForProcess(const v1::PlacedProcess& pla
   }
   return Adopt(placed.job_id(), placed.own_job(), placed.own_job() ? placed.allocation() : "",
                nullptr);
+}
+
+std::vector<int> PlacementSet::StopUnrecorded(const std::vector<int>& recorded,
+                                              absl::Duration grace) {
+  std::vector<int> stopped;
+  if (options_.owner.empty()) return stopped;
+  for (const StartedProcess& p : FindSessionLeadersWithEnv(kOwnerVariable, options_.owner)) {
+    if (std::find(recorded.begin(), recorded.end(), p.pid) != recorded.end()) continue;
+    if (Stop(p.pid, p.start_ticks, grace).ok()) stopped.push_back(p.pid);
+  }
+  return stopped;
 }
 
 void PlacementSet::Annotate(v1::PlacedProcess& placed) {

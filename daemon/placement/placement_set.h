@@ -35,7 +35,15 @@
 
 namespace servelab::placement {
 
+// The environment variable every instance is started with, naming its
+// owner (PlacementSetOptions.owner).
+inline constexpr char kOwnerVariable[] = "SERVELAB_OWNER";
+
 struct PlacementSetOptions {
+  // Identifies this daemon's instances (its state directory): each gets
+  // SERVELAB_OWNER=owner, so that one started but never recorded (a crash
+  // in between) is found and stopped after a restart. Empty: no marker.
+  std::string owner;
   // Environment of every Slurm command and step (SLURM_CONF, PATH).
   std::map<std::string, std::string> slurm_env;
   absl::Duration allocation_timeout = absl::Minutes(5);
@@ -66,6 +74,12 @@ class PlacementSet {
   // FAILED_PRECONDITION when the job no longer runs: the process is gone.
   // UNAVAILABLE when Slurm cannot be asked.
   absl::StatusOr<Placement*> ForProcess(const v1::PlacedProcess& placed);
+
+  const std::string& owner() const { return options_.owner; }
+
+  // Stops every local session leader marked with this owner whose pid is
+  // not in `recorded` (the instances' and their srun's pids); returns them.
+  std::vector<int> StopUnrecorded(const std::vector<int>& recorded, absl::Duration grace);
 
   // Stamps what the daemon must store beside the identity: whether it
   // created the job, and the allocation key.

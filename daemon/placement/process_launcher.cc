@@ -34,6 +34,7 @@ std::string ErrnoText(int error) { return std::strerror(error); }
 // start after the *last* ')'.
 struct ProcStat {
   char state = '?';
+  int64_t session = 0;
   int64_t start_ticks = 0;
 };
 
@@ -53,6 +54,7 @@ absl::StatusOr<ProcStat> ReadProcStat(pid_t pid) {
     return absl::InternalError("malformed /proc stat: " + line);
   }
   stat.state = fields[0][0];
+  absl::SimpleAtoi(fields[3], &stat.session);  // Field 6.
   return stat;
 }
 
@@ -215,6 +217,25 @@ absl::Status Stop(pid_t pid, int64_t start_ticks, absl::Duration grace) {
   if (WaitGroupGone(pid, start_ticks, kKillWait)) return absl::OkStatus();
   return absl::DeadlineExceededError(absl::StrCat(
       "process group ", pid, " still present ", absl::FormatDuration(kKillWait), " after SIGKILL"));
+}
+
+std::vector<StartedProcess> FindSessionLeadersWithEnv(const std::string& name,
+                                                      const std::string& value) {
+  const std::string wanted = absl::StrCat(name, "=", value);
+  std::vector<StartedProcess> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(entry.path().filename().string(), &pid) || pid == getpid()) continue;
+    absl::StatusOr<ProcStat> stat = ReadProcStat(pid);
+    if (!stat.ok() || stat->session != pid || stat->state == 'Z') continue;
+    std::ifstream in(absl::StrCat("/proc/", pid, "/environ"), std::ios::binary);
+    std::string variable;
+    bool marked = false;
+    while (!marked && std::getline(in, variable, '\0')) marked = variable == wanted;
+    if (marked) found.push_back({pid, stat->start_ticks});
+  }
+  return found;
 }
 
 std::string LogTail(const std::string& path, int max_lines) {

@@ -63,6 +63,12 @@ bool Alive(pid_t pid, int64_t start_ticks);
 // SIGKILL for several seconds (uninterruptible sleep).
 absl::Status Stop(pid_t pid, int64_t start_ticks, absl::Duration grace);
 
+// Session leaders (processes StartProcess started) whose environment holds
+// NAME=VALUE: how a restarted daemon finds an instance it started but never
+// recorded. Processes it may not read (another user's) never match.
+std::vector<StartedProcess> FindSessionLeadersWithEnv(const std::string& name,
+                                                      const std::string& value);
+
 // The last `max_lines` lines of a file (at most the last 64 KiB), for error
 // messages about a process that died; empty if the file cannot be read.
 std::string LogTail(const std::string& path, int max_lines);

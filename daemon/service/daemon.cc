@@ -134,6 +134,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& opti
   engine_options.vllm.proxy_script = options.proxy_script;
   engine_options.vllm.ascend_proxy_script = options.ascend_proxy_script;
   placement::PlacementSetOptions placement_options;
+  placement_options.owner = state_dir;
   const char* inherited_conf = std::getenv("SLURM_CONF");
   std::string slurm_conf = !options.slurm_conf.empty() ? options.slurm_conf
                            : inherited_conf != nullptr ? inherited_conf

@@ -25,13 +25,14 @@ void DaemonFixture::TearDown() {
   for (int pid : pids_) kill(pid, SIGKILL);
 }
 
-void DaemonFixture::StartDaemon(const std::vector<std::string>& flags) {
+void DaemonFixture::StartDaemon(const std::vector<std::string>& flags,
+                                const std::vector<std::string>& env) {
   unlink((state_dir_ + "/servelabd.addr").c_str());
   std::vector<std::string> argv = {BinPath("servelabd"), "--state-dir", state_dir_,
                                    "--metrics-listen", "127.0.0.1:0"};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  daemon_ =
-      std::make_unique<testing::Process>(argv, dir_.File(absl::StrCat("servelabd", ++starts_)));
+  daemon_ = std::make_unique<testing::Process>(
+      argv, dir_.File(absl::StrCat("servelabd", ++starts_)), env);
   ASSERT_TRUE(testing::WaitFor([&] { return testing::FileExists(state_dir_ + "/servelabd.addr"); },
                                absl::Seconds(30)))
       << testing::ReadFile(dir_.File(absl::StrCat("servelabd", starts_, ".err")));

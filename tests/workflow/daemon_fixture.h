@@ -32,8 +32,8 @@ class DaemonFixture : public ::testing::Test {
   void TearDown() override;
 
   // servelabd --state-dir S --metrics-listen 127.0.0.1:0 FLAGS...; waits for
-  // its address file.
-  void StartDaemon(const std::vector<std::string>& flags);
+  // its address file. `env`: NAME=VALUE entries added to its environment.
+  void StartDaemon(const std::vector<std::string>& flags, const std::vector<std::string>& env = {});
   void StopDaemon();
   // SIGKILL, as a crash.
   void KillDaemon();
