@@ -1,7 +1,5 @@
 // Crash points in-process: the list, arming from the environment, and the
 // kill itself (in a forked child, which the test watches die by SIGKILL).
-#include "common/crash_points.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -10,6 +8,8 @@
 #include <unistd.h>
 
 #include <set>
+
+#include "common/crash_points.h"
 
 namespace servelab {
 namespace {

@@ -40,8 +40,8 @@ const std::vector<std::string>& AllCrashPoints() {
       all->push_back(absl::StrCat("stage.", stage, ".begin"));
       all->push_back(absl::StrCat("stage.", stage, ".end"));
     }
-    for (const char* point : {"instance.launch.after_spawn", "instance.launch.after_record",
-                              "records.batch.after"}) {
+    for (const char* point :
+         {"instance.launch.after_spawn", "instance.launch.after_record", "records.batch.after"}) {
       all->push_back(point);
     }
     return all;
@@ -62,8 +62,8 @@ absl::Status ArmCrashPointFromEnvironment() {
     text.resize(at);
   }
   if (!Known(text)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "SERVELAB_CRASH_AT: no crash point \"", text, "\" (servelabd --list-crash-points)"));
+    return absl::InvalidArgumentError(absl::StrCat("SERVELAB_CRASH_AT: no crash point \"", text,
+                                                   "\" (servelabd --list-crash-points)"));
   }
   armed_name = text;
   armed_pass = pass;

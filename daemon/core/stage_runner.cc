@@ -257,6 +257,41 @@ void StageRunner::LaneLoop() {
   }
 }
 
+namespace {
+
+// A resume continues where the failure class says; completed stages are
+// never re-run.
+void ResetForResume(v1::Experiment& e) {
+  switch (e.failure_class()) {
+    case v1::LOAD_END_UNKNOWN:
+      // The load generator finished and every record is stored: only
+      // its end on the servers is unknown. Confirm the drain, keep the
+      // load (found by the crash-point test at drain_confirm).
+      if (FindStage(e, v1::STAGE_FORMAL_LOAD)->status() == v1::STAGE_STATUS_SUCCEEDED) {
+        for (v1::StageName s : {v1::STAGE_DRAIN_CONFIRM, v1::STAGE_ANALYZE, v1::STAGE_DECIDE}) {
+          ResetStage(*FindStage(e, s));
+        }
+        break;
+      }
+      [[fallthrough]];
+    case v1::LOAD_INTERRUPTED:
+      for (v1::StageName s :
+           {v1::STAGE_FORMAL_LOAD, v1::STAGE_DRAIN_CONFIRM, v1::STAGE_ANALYZE, v1::STAGE_DECIDE}) {
+        ResetStage(*FindStage(e, s));
+      }
+      break;
+    default:
+      for (v1::Stage& stage : *e.mutable_stages()) {
+        if (stage.status() == v1::STAGE_STATUS_FAILED ||
+            stage.status() == v1::STAGE_STATUS_RUNNING) {
+          ResetStage(stage);
+        }
+      }
+  }
+}
+
+}  // namespace
+
 void StageRunner::Prepare(const std::string& id) {
   std::shared_ptr<std::atomic<bool>> cancel = CancelFlag(id);
   absl::StatusOr<v1::Experiment> started =
@@ -265,35 +300,7 @@ void StageRunner::Prepare(const std::string& id) {
           return absl::FailedPreconditionError("not queued");
         }
         EventText event{"state", "queued -> running"};
-        // A resume continues where the failure class says; completed
-        // stages are never re-run.
-        switch (e.failure_class()) {
-          case v1::LOAD_END_UNKNOWN:
-            // The load generator finished and every record is stored: only
-            // its end on the servers is unknown. Confirm the drain, keep the
-            // load (found by the crash-point test at drain_confirm).
-            if (FindStage(e, v1::STAGE_FORMAL_LOAD)->status() == v1::STAGE_STATUS_SUCCEEDED) {
-              for (v1::StageName s :
-                   {v1::STAGE_DRAIN_CONFIRM, v1::STAGE_ANALYZE, v1::STAGE_DECIDE}) {
-                ResetStage(*FindStage(e, s));
-              }
-              break;
-            }
-            [[fallthrough]];
-          case v1::LOAD_INTERRUPTED:
-            for (v1::StageName s : {v1::STAGE_FORMAL_LOAD, v1::STAGE_DRAIN_CONFIRM,
-                                    v1::STAGE_ANALYZE, v1::STAGE_DECIDE}) {
-              ResetStage(*FindStage(e, s));
-            }
-            break;
-          default:
-            for (v1::Stage& stage : *e.mutable_stages()) {
-              if (stage.status() == v1::STAGE_STATUS_FAILED ||
-                  stage.status() == v1::STAGE_STATUS_RUNNING) {
-                ResetStage(stage);
-              }
-            }
-        }
+        ResetForResume(e);
         if (e.failure_class() != v1::FAILURE_CLASS_UNSPECIFIED) {
           event.detail = absl::StrCat("resumed after ", v1::FailureClass_Name(e.failure_class()));
         }

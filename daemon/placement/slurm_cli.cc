@@ -36,6 +36,9 @@ std::vector<std::string> SrunArgv(const std::string& srun, const SlurmOptions& o
                                    "--ntasks=1", absl::StrCat("--job-name=", step_name),
                                    absl::StrCat("--output=", request.log_path),
                                    "--open-mode=append", "--input=none",
+                                   // Its "tasks started" line tells Spawn
+                                   // the step really runs (slurm_placement.cc).
+                                   "--verbose",
                                    // srun's own environment is the instance's
                                    // (set when it is started), so no value
                                    // passes through --export's comma syntax.

@@ -50,8 +50,9 @@ TEST(SrunArgvTest, OverlappingStepSharesTheAllocationAndSendsNoGres) {
   EXPECT_THAT(SrunArgv("/usr/bin/srun", options, "42", "servelab-prefill-ab", SimRequest()),
               ElementsAre("/usr/bin/srun", "--jobid=42", "--nodes=1", "--ntasks=1",
                           "--job-name=servelab-prefill-ab", "--output=/state/logs/prefill.log",
-                          "--open-mode=append", "--input=none", "--export=ALL", "--nodelist=node7",
-                          "--overlap", "--mpi=none", "/opt/bin/servelab-sim", "--port", "8100"));
+                          "--open-mode=append", "--input=none", "--verbose", "--export=ALL",
+                          "--nodelist=node7", "--overlap", "--mpi=none", "/opt/bin/servelab-sim",
+                          "--port", "8100"));
 }
 
 TEST(SrunArgvTest, ExclusiveStepAsksForItsOwnCpusAndDevices) {

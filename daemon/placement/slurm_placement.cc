@@ -1,6 +1,9 @@
 #include "daemon/placement/slurm_placement.h"
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -72,6 +75,16 @@ absl::Status CheckRequest(const PlacementRequest& request) {
 
 // srun is our child until a daemon restart; once its step has ended it
 // exits, and is reaped here (Alive reaps a zombie child) or stopped.
+// srun --verbose's "launch/slurm: _task_start: Node N, K tasks started"
+// (Slurm 22.05 src/plugins/launch/slurm/launch_slurm.c), after `offset`.
+bool TasksStarted(const std::string& srun_log, uintmax_t offset) {
+  std::ifstream in(srun_log, std::ios::binary);
+  if (!in) return false;
+  in.seekg(static_cast<std::streamoff>(offset));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return absl::StrContains(text, "tasks started");
+}
+
 void ReapSrun(const PlacedProcess& process) {
   if (process.pid <= 0) return;
   absl::Time deadline = absl::Now() + kSrunExitWait;
@@ -186,11 +199,16 @@ absl::StatusOr<PlacedProcess> SlurmPlacement::Spawn(const PlacementRequest& requ
   std::map<std::string, std::string> env = options_.env;
   for (const auto& [name, value] : request.env) env[name] = value;
   std::string srun_log = request.log_path + ".srun";
+  // The log is appended to: only what this srun writes counts.
+  std::error_code ec;
+  const uintmax_t log_offset =
+      std::filesystem::exists(srun_log, ec) ? std::filesystem::file_size(srun_log, ec) : 0;
   SERVELAB_ASSIGN_OR_RETURN(
       placement::StartedProcess srun,
       placement::StartProcess(SrunArgv(tools_.srun, options_, job_id_, step_name, request), env,
                               srun_log));
-  absl::StatusOr<StepRow> step = WaitForStep(step_name, srun.pid, srun.start_ticks, srun_log);
+  absl::StatusOr<StepRow> step =
+      WaitForStep(step_name, srun.pid, srun.start_ticks, srun_log, ec ? 0 : log_offset);
   if (!step.ok()) {
     // A pending step request dies with its srun; nothing is left in Slurm.
     placement::Stop(srun.pid, srun.start_ticks, absl::Seconds(2)).IgnoreError();
@@ -209,7 +227,8 @@ absl::StatusOr<PlacedProcess> SlurmPlacement::Spawn(const PlacementRequest& requ
 
 absl::StatusOr<StepRow> SlurmPlacement::WaitForStep(const std::string& step_name, int srun_pid,
                                                     int64_t srun_start_ticks,
-                                                    const std::string& srun_log) {
+                                                    const std::string& srun_log,
+                                                    uintmax_t log_offset) {
   absl::Time deadline = absl::Now() + options_.step_start_timeout;
   std::string last_error;
   while (true) {
@@ -217,7 +236,10 @@ absl::StatusOr<StepRow> SlurmPlacement::WaitForStep(const std::string& step_name
         Slurm({tools_.squeue, "--steps", absl::StrCat("--jobs=", job_id_), "-h", "-o", "%i|%j|%N"});
     if (result.ok() && result->exit_code == 0) {
       std::optional<StepRow> row = FindStepByName(ParseStepRows(result->out), step_name);
-      if (row.has_value()) return *row;
+      // The controller lists a step before srun has asked the node to start
+      // it; a step whose srun dies in between never starts and never ends.
+      // srun --verbose says when the node started the task.
+      if (row.has_value() && TasksStarted(srun_log, log_offset)) return *row;
     } else {
       last_error =
           result.ok() ? CommandError("squeue", *result).ToString() : result.status().ToString();

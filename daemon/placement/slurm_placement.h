@@ -6,8 +6,11 @@
 // through the engines' process launcher (own session, so srun survives a
 // daemon exit; its own messages go to LOG.srun). srun is only the step's
 // local handle: the durable identity is the step id ("J.S") with the unique
-// step name, found by polling `squeue --steps --jobs J` for that name, because
-// srun does not print the step id. A step outlives its srun (even a SIGKILLed
+// step name, found by polling `squeue --steps --jobs J` for that name (srun
+// prints no machine-readable step id). Spawn returns only once srun
+// --verbose also logged that the node started the task: a step the
+// controller lists may not be launched yet, and one whose srun dies then
+// never starts and never ends. A step outlives its srun (even a SIGKILLed
 // one), so a later daemon needs only the stored PlacedProcess:
 //   Alive:   scontrol -o show step J.S  (State=RUNNING and the same Name)
 //   Stop:    scancel --signal=TERM J.S, after `grace` --signal=KILL, then scancel J.S
@@ -79,8 +82,10 @@ class SlurmPlacement : public Placement {
   // The state squeue prints for our job; empty when Slurm no longer knows it.
   absl::StatusOr<std::string> JobState() const;
   // Polls squeue until the step named `step_name` appears or srun exits.
+  // ... and srun's log (after log_offset) says the node started its task.
   absl::StatusOr<StepRow> WaitForStep(const std::string& step_name, int srun_pid,
-                                      int64_t srun_start_ticks, const std::string& srun_log);
+                                      int64_t srun_start_ticks, const std::string& srun_log,
+                                      uintmax_t log_offset);
   absl::StatusOr<bool> StepRunning(const PlacedProcess& process) const;
   // Waits until the step no longer runs; true when it ended in time.
   absl::StatusOr<bool> WaitStepEnded(const PlacedProcess& process, absl::Duration timeout) const;

@@ -10,6 +10,8 @@
 //     recorded instances: nothing started before the crash is left unowned;
 //   - PRAGMA integrity_check is ok.
 // Each point is its own test; each prints one "| point | outcome |" row.
+#include "common/crash_points.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -23,11 +25,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/crash_points.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
-#include "servelab/v1/service.pb.h"
 #include "servelab/v1/experiment.pb.h"
+#include "servelab/v1/service.pb.h"
 #include "tests/workflow/daemon_fixture.h"
 #include "yaml-cpp/yaml.h"
 
@@ -96,8 +97,7 @@ TEST_P(CrashPointsTest, LosesNothingAndRepeatsNothing) {
       [&] {
         // Asked without Parse's expectations: the daemon may die mid-call.
         RunResult r = Cli({"-o", "json", "status", delta});
-        return !daemon_->Running() ||
-               absl::StrContains(r.out, "\"EXPERIMENT_STATE_SUCCEEDED\"");
+        return !daemon_->Running() || absl::StrContains(r.out, "\"EXPERIMENT_STATE_SUCCEEDED\"");
       },
       absl::Seconds(90));
   ASSERT_TRUE(crashed) << "neither a crash nor the end within 90 s";
@@ -179,8 +179,8 @@ TEST_P(CrashPointsTest, LosesNothingAndRepeatsNothing) {
   // Exactly the three recorded instances carry the marker.
   EXPECT_EQ(MarkedProcesses(state_dir_).size(), 3u) << "an instance is left unowned";
 
-  RunResult integrity = testing::Run(
-      {"/usr/bin/sqlite3", state_dir_ + "/servelab.db", "PRAGMA integrity_check"});
+  RunResult integrity =
+      testing::Run({"/usr/bin/sqlite3", state_dir_ + "/servelab.db", "PRAGMA integrity_check"});
   EXPECT_EQ(integrity.out, "ok\n") << integrity.err;
   if (!reached) {
     Row("not reached: both succeeded without passing it");
