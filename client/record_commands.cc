@@ -10,6 +10,7 @@
 #include "client/import/import_file.h"
 #include "client/output.h"
 #include "client/report/html_report.h"
+#include "common/atomic_file.h"
 
 namespace servelab::client {
 namespace {
@@ -40,20 +41,6 @@ void KeepLastAttempt(std::vector<v1::RequestRecord>& records) {
   int last = 0;
   for (const v1::RequestRecord& r : records) last = std::max(last, r.attempt());
   std::erase_if(records, [&](const v1::RequestRecord& r) { return r.attempt() != last; });
-}
-
-// Written beside the target and renamed, so a reader never sees half a file.
-bool WriteFileAtomically(const std::string& path, const std::string& content) {
-  const std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) return false;
-    out << content;
-    if (!out.flush()) return false;
-  }
-  std::error_code error;
-  fs::rename(temp, path, error);
-  return !error;
 }
 
 }  // namespace
@@ -119,8 +106,9 @@ int ReportCommand(const CliIo& io, const std::string& id, const std::string& htm
     input.baseline = std::move(b);
   }
   input.generated_at = absl::Now();
-  if (!WriteFileAtomically(html_file, report::RenderHtmlReport(input))) {
-    return FailUsage(io, absl::StrCat("cannot write ", html_file, ": ", std::strerror(errno)));
+  if (absl::Status written = WriteFileAtomically(html_file, report::RenderHtmlReport(input));
+      !written.ok()) {
+    return FailUsage(io, std::string(written.message()));
   }
   io.out << "wrote " << html_file << " (" << id << ", " << input.records.size() << " records"
          << (baseline.empty() ? "" : absl::StrCat(", baseline ", baseline)) << ")\n";

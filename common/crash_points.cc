@@ -34,8 +34,12 @@ const std::vector<std::string>& AllCrashPoints() {
     auto* all = new std::vector<std::string>{"ledger.commit.before", "ledger.commit.after"};
     // Every stage: after its RUNNING state is stored, and after its body
     // returned but before its result is stored.
+    // (Not freeze: the spec is frozen inside the Submit call, before the
+    // experiment exists, not by the stage runner.)
     for (int n = v1::StageName_MIN; n <= v1::StageName_MAX; ++n) {
-      if (!v1::StageName_IsValid(n) || n == v1::STAGE_UNSPECIFIED) continue;
+      if (!v1::StageName_IsValid(n) || n == v1::STAGE_UNSPECIFIED || n == v1::STAGE_FREEZE) {
+        continue;
+      }
       const std::string stage = StageLabel(static_cast<v1::StageName>(n));
       all->push_back(absl::StrCat("stage.", stage, ".begin"));
       all->push_back(absl::StrCat("stage.", stage, ".end"));

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/atomic_file.h"
 #include "common/json_quote.h"
 #include "common/status_macros.h"
 #include "daemon/engines/http_client.h"
@@ -21,24 +22,6 @@ constexpr absl::Duration kMaxPoll = absl::Milliseconds(200);
 // A single health probe never waits longer than this, so a hung instance
 // cannot hide that its process has died.
 constexpr absl::Duration kHealthProbeTimeout = absl::Seconds(1);
-
-absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
-  std::error_code ec;
-  std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << content;
-    if (!out.good()) {
-      return absl::FailedPreconditionError(absl::StrCat("cannot write ", path));
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec)
-    return absl::FailedPreconditionError(absl::StrCat("cannot write ", path, ": ", ec.message()));
-  return absl::OkStatus();
-}
 
 // One process of an instance: rank 0 from the instance's own fields, then
 // every extra rank.

@@ -14,6 +14,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "common/atomic_file.h"
 #include "common/status_macros.h"
 #include "daemon/engines/engine_set.h"
 #include "daemon/load/loadgen_driver.h"
@@ -49,19 +50,6 @@ absl::Status MakeStateDir(const std::string& dir) {
 }
 
 // Written to a temporary name and renamed, so a reader never sees half a line.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
-  std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << content << "\n";
-    if (!out.good()) return absl::InternalError(absl::StrCat("cannot write ", temporary));
-  }
-  if (rename(temporary.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename ", temporary, ": ", strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
 // The lock makes this ours; a socket file left by a crashed daemon would
 // make bind fail.
 absl::Status RemoveStaleSocket(const std::string& path) {
@@ -167,7 +155,7 @@ absl::Status Daemon::Start() {
     SERVELAB_RETURN_IF_ERROR(metrics_->Listen(metrics_address.host_port()));
     metrics_address.port = metrics_->port();
     SERVELAB_RETURN_IF_ERROR(WriteFileAtomically(
-        absl::StrCat(state_dir_, "/servelabd.metrics.addr"), metrics_address.host_port()));
+        absl::StrCat(state_dir_, "/servelabd.metrics.addr"), metrics_address.host_port() + "\n"));
     Logger("daemon")->info("serving /metrics on http://{}/metrics", metrics_address.host_port());
   }
 
@@ -225,7 +213,7 @@ absl::Status Daemon::Start() {
   service_->SetServing(true);
 
   SERVELAB_RETURN_IF_ERROR(
-      WriteFileAtomically(absl::StrCat(state_dir_, "/servelabd.addr"), bound_address_));
+      WriteFileAtomically(absl::StrCat(state_dir_, "/servelabd.addr"), bound_address_ + "\n"));
   Logger("daemon")->info("serving gRPC on {}", bound_address_);
   return absl::OkStatus();
 }
