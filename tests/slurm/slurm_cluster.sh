@@ -243,13 +243,18 @@ stop() {
   stop_pidfile "$dir/run/slurmd.pid"
   stop_pidfile "$dir/run/slurmctld.pid"
   stop_pidfile "$dir/munge-run/munged.pid"
+  # SIGKILL takes effect asynchronously, and a dying slurmstepd may still
+  # fork: kill again until none is left, so that the caller sees none.
   local pids
-  pids=$(leftover_pids)
-  if [[ -n "$pids" ]]; then
+  for _ in $(seq 50); do
+    pids=$(leftover_pids)
+    [[ -z "$pids" ]] && return 0
     echo "slurm_cluster: killing leftovers: ${pids//$'\n'/ }" >&2
     # shellcheck disable=SC2086
     kill -KILL $pids 2>/dev/null || true
-  fi
+    sleep 0.1
+  done
+  echo "slurm_cluster: leftovers survive SIGKILL: ${pids//$'\n'/ }" >&2
 }
 
 stop_controller() {
