@@ -155,10 +155,17 @@ class Cli {
       }
       request.set_state(parsed);
     }
+    // Every page, into one reply: the output does not change with the page size.
     v1::ListExperimentsResponse response;
-    auto context = UnaryContext();
-    grpc::Status status = Stub().ListExperiments(context.get(), request, &response);
-    if (!status.ok()) return Fail(status);
+    do {
+      v1::ListExperimentsResponse page;
+      auto context = UnaryContext();
+      grpc::Status status = Stub().ListExperiments(context.get(), request, &page);
+      if (!status.ok()) return Fail(status);
+      for (v1::Experiment& e : *page.mutable_experiments())
+        *response.add_experiments() = std::move(e);
+      request.set_page_token(page.next_page_token());
+    } while (!request.page_token().empty());
     out_ << (Json() ? ToJson(response, /*pretty=*/true) + "\n" : FormatExperimentList(response));
     return kExitOk;
   }

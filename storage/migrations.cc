@@ -164,7 +164,17 @@ DROP TABLE requests;
 ALTER TABLE requests_v3 RENAME TO requests;
 )sql";
 
-constexpr std::array<std::string_view, 3> kMigrations = {kV1, kV2, kV3};
+// A call's cost must not grow with the history (issue 9): the planner's
+// recent stage durations read the newest successful runs of one stage
+// through an index instead of scanning every stage row.
+constexpr std::string_view kV4 = R"sql(
+CREATE INDEX stages_by_outcome ON stages (name, action, status, ended_at);
+-- The summary's counts per (state, failure class) and the newest of each,
+-- from the index alone, without reading any experiment row.
+CREATE INDEX experiments_by_outcome ON experiments (state, failure_class, seq, id);
+)sql";
+
+constexpr std::array<std::string_view, 4> kMigrations = {kV1, kV2, kV3, kV4};
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -341,12 +342,26 @@ absl::StatusOr<std::vector<v1::Experiment>> SqliteStore::ListExperiments(
     const core::ExperimentFilter& filter) {
   absl::MutexLock lock(&mu_);
   SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kDeferred));
+  // Only the conditions the filter sets, so that SQLite can pick the index
+  // for them (an `(?1 = '' OR scenario = ?1)` form defeats every index and
+  // scans the whole table). At most 8 texts, each prepared once and cached.
+  std::vector<std::string> where;
+  if (!filter.scenario.empty()) where.push_back("scenario = ?1");
+  if (filter.state != v1::EXPERIMENT_STATE_UNSPECIFIED) where.push_back("state = ?2");
+  if (!filter.after_id.empty()) {
+    where.push_back(absl::StrCat("seq ", filter.newest_first ? "<" : ">",
+                                 " (SELECT seq FROM experiments WHERE id = ?3)"));
+  }
   SERVELAB_ASSIGN_OR_RETURN(
       Statement list,
-      db_->Prepare("SELECT id, experiment, spec_sha256 FROM experiments "
-                   "WHERE (?1 = '' OR scenario = ?1) AND (?2 = 0 OR state = ?2) ORDER BY seq"));
-  list.BindText(1, filter.scenario);
-  list.BindInt(2, filter.state);
+      db_->Prepare(
+          absl::StrCat("SELECT id, experiment, spec_sha256 FROM experiments",
+                       where.empty() ? "" : absl::StrCat(" WHERE ", absl::StrJoin(where, " AND ")),
+                       " ORDER BY seq", filter.newest_first ? " DESC" : "", " LIMIT ?4")));
+  if (!filter.scenario.empty()) list.BindText(1, filter.scenario);
+  if (filter.state != v1::EXPERIMENT_STATE_UNSPECIFIED) list.BindInt(2, filter.state);
+  if (!filter.after_id.empty()) list.BindText(3, filter.after_id);
+  list.BindInt(4, filter.limit > 0 ? filter.limit : -1);
   std::vector<v1::Experiment> experiments;
   while (true) {
     SERVELAB_ASSIGN_OR_RETURN(bool row, list.Step());
@@ -357,6 +372,53 @@ absl::StatusOr<std::vector<v1::Experiment>> SqliteStore::ListExperiments(
     experiments.push_back(std::move(experiment));
   }
   return experiments;
+}
+
+absl::StatusOr<std::vector<core::ExperimentCount>> SqliteStore::CountExperiments() {
+  absl::MutexLock lock(&mu_);
+  SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kDeferred));
+  // With MAX(), SQLite takes the bare column `id` from the row of the max.
+  SERVELAB_ASSIGN_OR_RETURN(Statement count,
+                            db_->Prepare("SELECT state, failure_class, COUNT(*), id, MAX(seq) "
+                                         "FROM experiments GROUP BY state, failure_class"));
+  std::vector<core::ExperimentCount> counts;
+  while (true) {
+    SERVELAB_ASSIGN_OR_RETURN(bool row, count.Step());
+    if (!row) break;
+    counts.push_back({.state = static_cast<v1::ExperimentState>(count.ColumnInt(0)),
+                      .failure_class = static_cast<v1::FailureClass>(count.ColumnInt(1)),
+                      .count = count.ColumnInt(2),
+                      .latest_id = std::string(count.ColumnText(3))});
+  }
+  return counts;
+}
+
+absl::StatusOr<std::map<v1::StageName, absl::Duration>> SqliteStore::MeanRecentStageDurations(
+    int runs) {
+  absl::MutexLock lock(&mu_);
+  SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kDeferred));
+  // One indexed range per stage name (stages_by_outcome): the newest `runs`
+  // rows, whatever the length of the history.
+  SERVELAB_ASSIGN_OR_RETURN(
+      Statement recent,
+      db_->Prepare("SELECT SUM(ended_at - started_at), COUNT(*) FROM ("
+                   "SELECT started_at, ended_at FROM stages WHERE name = ?1 AND action = ?2 AND "
+                   "status = ?3 AND ended_at IS NOT NULL AND started_at IS NOT NULL "
+                   "ORDER BY ended_at DESC LIMIT ?4)"));
+  std::map<v1::StageName, absl::Duration> mean;
+  for (int name = v1::StageName_MIN; name <= v1::StageName_MAX; ++name) {
+    if (!v1::StageName_IsValid(name) || name == v1::STAGE_UNSPECIFIED) continue;
+    recent.Reset();
+    recent.BindInt(1, name);
+    recent.BindInt(2, v1::STAGE_ACTION_RUN);
+    recent.BindInt(3, v1::STAGE_STATUS_SUCCEEDED);
+    recent.BindInt(4, runs);
+    SERVELAB_ASSIGN_OR_RETURN(bool row, recent.Step());
+    if (!row || recent.ColumnInt(1) == 0) continue;
+    mean[static_cast<v1::StageName>(name)] =
+        absl::Nanoseconds(recent.ColumnInt(0)) / recent.ColumnInt(1);
+  }
+  return mean;
 }
 
 absl::StatusOr<std::vector<core::Event>> SqliteStore::ListEvents(std::string_view experiment_id) {

@@ -70,6 +70,9 @@ class SqliteStore : public core::Store {
   absl::StatusOr<v1::Experiment> GetExperiment(std::string_view id) override;
   absl::StatusOr<std::vector<v1::Experiment>> ListExperiments(
       const core::ExperimentFilter& filter) override;
+  absl::StatusOr<std::vector<core::ExperimentCount>> CountExperiments() override;
+  absl::StatusOr<std::map<v1::StageName, absl::Duration>> MeanRecentStageDurations(
+      int runs) override;
   absl::StatusOr<std::vector<core::Event>> ListEvents(std::string_view experiment_id) override;
 
   absl::Status AppendRequests(const std::vector<v1::RequestRecord>& records) override;

@@ -204,6 +204,61 @@ TEST_F(SqliteStoreTest, CreateRequiresSpecHashAndKnownParent) {
   EXPECT_EQ(Create(MakeExperiment("s", "sha")), "exp-1");
 }
 
+TEST_F(SqliteStoreTest, ListPagesStartAfterAnIdAndStopAtTheLimit) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(Create(MakeExperiment(i % 2 ? "a" : "b", "sha-1")));
+  EXPECT_THAT(Ids({.limit = 2}), ElementsAre(ids[0], ids[1]));
+  EXPECT_THAT(Ids({.after_id = ids[1], .limit = 2}), ElementsAre(ids[2], ids[3]));
+  EXPECT_THAT(Ids({.after_id = ids[3]}), ElementsAre(ids[4]));
+  // The filter applies within the page: "b" is 0, 2, 4.
+  EXPECT_THAT(Ids({.scenario = "b", .after_id = ids[0], .limit = 1}), ElementsAre(ids[2]));
+  EXPECT_THAT(Ids({.after_id = ids[4]}), IsEmpty());
+  EXPECT_THAT(Ids({.after_id = "exp-999"}), IsEmpty());
+}
+
+TEST_F(SqliteStoreTest, ListNewestFirstPagesBackwards) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(Create(MakeExperiment("a", "sha-1")));
+  EXPECT_THAT(Ids({.limit = 2, .newest_first = true}), ElementsAre(ids[3], ids[2]));
+  EXPECT_THAT(Ids({.after_id = ids[2], .newest_first = true}), ElementsAre(ids[1], ids[0]));
+}
+
+TEST_F(SqliteStoreTest, CountsPerStateAndFailureClassNameTheNewest) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(Create(MakeExperiment("a", "sha-1")));
+  for (int i : {1, 3}) {
+    v1::Experiment failed = *store_->GetExperiment(ids[i]);
+    failed.set_state(v1::EXPERIMENT_STATE_FAILED);
+    failed.set_failure_class(v1::LOAD_INTERRUPTED);
+    ASSERT_THAT(store_->UpdateExperiment(failed, MakeEvent("state", "failed", 2)), IsOk());
+  }
+  auto counts = store_->CountExperiments();
+  ASSERT_THAT(counts, IsOk());
+  ASSERT_THAT(*counts, SizeIs(2));
+  EXPECT_EQ((*counts)[0].state, v1::EXPERIMENT_STATE_QUEUED);
+  EXPECT_EQ((*counts)[0].count, 2);
+  EXPECT_EQ((*counts)[1].state, v1::EXPERIMENT_STATE_FAILED);
+  EXPECT_EQ((*counts)[1].failure_class, v1::LOAD_INTERRUPTED);
+  EXPECT_EQ((*counts)[1].count, 2);
+  EXPECT_EQ((*counts)[1].latest_id, ids[3]);
+}
+
+TEST_F(SqliteStoreTest, MeanRecentStageDurationsAverageTheNewestRunsOnly) {
+  // MakeExperiment's freeze stage ran 1 s; a newer one ran 3 s.
+  Create(MakeExperiment("a", "sha-1"));
+  v1::Experiment slower = MakeExperiment("a", "sha-1");
+  *slower.mutable_stages(0)->mutable_started_at() = Ts(1'700'000'010);
+  *slower.mutable_stages(0)->mutable_ended_at() = Ts(1'700'000'013);
+  Create(slower);
+  auto both = store_->MeanRecentStageDurations(20);
+  ASSERT_THAT(both, IsOk());
+  ASSERT_THAT(*both, SizeIs(1));  // formal_load is pending: not a run
+  EXPECT_NEAR(absl::ToDoubleSeconds(both->at(v1::STAGE_FREEZE)), 2.0, 1e-6);
+  auto newest = store_->MeanRecentStageDurations(1);
+  ASSERT_THAT(newest, IsOk());
+  EXPECT_EQ(newest->at(v1::STAGE_FREEZE), absl::Seconds(3));
+}
+
 TEST_F(SqliteStoreTest, ListFiltersByScenarioAndStateOldestFirst) {
   std::string a = Create(MakeExperiment("16k", "sha-1"));
   std::string b = Create(MakeExperiment("128k-cache90", "sha-2"));

@@ -39,22 +39,19 @@ void KeepIfBest(const v1::Experiment& e, std::map<std::string, v1::ScenarioBest>
   b.set_value(value);
 }
 
-// The prefix cache holds what the last experiment on the lane left in it;
-// "" when no formal load has succeeded yet.
-std::string CacheState(const std::vector<v1::Experiment>& all) {
-  for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    for (const v1::Stage& stage : it->stages()) {
-      if (stage.name() != v1::STAGE_FORMAL_LOAD || stage.status() != v1::STAGE_STATUS_SUCCEEDED) {
-        continue;
-      }
-      const v1::DatasetSpec& d = it->spec().workload().dataset();
-      return absl::StrCat("holds the prompts of ", it->id(), "'s formal load (", d.input_tokens(),
-                          "-token prompts",
-                          d.prefix_cache_ratio() > 0
-                              ? absl::StrCat(", ", d.prefix_groups(), " prefix groups seeded")
-                              : "",
-                          "); the next experiment resets it");
+// What `e` left in the prefix cache: its formal load's prompts; "" when its
+// formal load did not succeed.
+std::string CacheStateLeftBy(const v1::Experiment& e) {
+  for (const v1::Stage& stage : e.stages()) {
+    if (stage.name() != v1::STAGE_FORMAL_LOAD || stage.status() != v1::STAGE_STATUS_SUCCEEDED) {
+      continue;
     }
+    const v1::DatasetSpec& d = e.spec().workload().dataset();
+    return absl::StrCat(
+        "holds the prompts of ", e.id(), "'s formal load (", d.input_tokens(), "-token prompts",
+        d.prefix_cache_ratio() > 0 ? absl::StrCat(", ", d.prefix_groups(), " prefix groups seeded")
+                                   : "",
+        "); the next experiment resets it");
   }
   return "";
 }
@@ -99,7 +96,33 @@ const char* ControlPlane::QueuedBlocker() const {
 }
 
 ControlPlane::ControlPlane(Store& store, Clock& clock)
-    : store_(store), clock_(clock), ledger_(store, clock) {}
+    : store_(store), clock_(clock), ledger_(store, clock) {
+  // A succeeded experiment's result never changes again, so the best per
+  // scenario only ever moves by a new success: kept up to date from the
+  // ledger instead of re-read from the whole history by every summary.
+  best_subscription_ = ledger_.Subscribe("", [this](const v1::Experiment& e) {
+    if (e.state() != v1::EXPERIMENT_STATE_SUCCEEDED || !e.has_result()) return;
+    absl::MutexLock lock(&best_mu_);
+    if (best_loaded_) KeepIfBest(e, best_);
+  });
+}
+
+ControlPlane::~ControlPlane() { ledger_.Unsubscribe(best_subscription_); }
+
+absl::StatusOr<std::map<std::string, v1::ScenarioBest>> ControlPlane::BestPerScenario() {
+  absl::MutexLock lock(&best_mu_);
+  if (!best_loaded_) {
+    // Once per daemon: successes committed from here on reach the listener,
+    // which waits for this lock and then sees best_loaded_.
+    SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> succeeded,
+                              store_.ListExperiments({.state = v1::EXPERIMENT_STATE_SUCCEEDED}));
+    for (const v1::Experiment& e : succeeded) {
+      if (e.has_result()) KeepIfBest(e, best_);
+    }
+    best_loaded_ = true;
+  }
+  return best_;
+}
 
 absl::StatusOr<v1::Experiment> ControlPlane::Submit(const v1::SubmitExperimentRequest& request) {
   const absl::Time received = clock_.Now();
@@ -124,7 +147,7 @@ absl::StatusOr<v1::Experiment> ControlPlane::Submit(const v1::SubmitExperimentRe
   }
   SERVELAB_ASSIGN_OR_RETURN(std::optional<HotDeployment> hot, ReadHotDeployment(store_));
   PlanInput plan_input{.spec = frozen.spec, .hot = hot, .reanalysis = reanalysis};
-  SERVELAB_ASSIGN_OR_RETURN(plan_input.history, MeanStageDurations());
+  SERVELAB_ASSIGN_OR_RETURN(plan_input.history, store_.MeanRecentStageDurations(kPredictionRuns));
   *experiment.mutable_plan() = MakePlan(plan_input);
 
   *experiment.mutable_spec() = frozen.spec;
@@ -180,25 +203,6 @@ absl::Status ControlPlane::ReadSource(const v1::SubmitExperimentRequest& request
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::map<v1::StageName, absl::Duration>> ControlPlane::MeanStageDurations() {
-  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> all, store_.ListExperiments({}));
-  std::map<v1::StageName, std::pair<absl::Duration, int>> totals;
-  for (const v1::Experiment& past : all) {
-    for (const v1::Stage& stage : past.stages()) {
-      if (stage.action() != v1::STAGE_ACTION_RUN || stage.status() != v1::STAGE_STATUS_SUCCEEDED ||
-          !stage.has_started_at() || !stage.has_ended_at()) {
-        continue;
-      }
-      auto& [sum, count] = totals[stage.name()];
-      sum += FromProto(stage.ended_at()) - FromProto(stage.started_at());
-      ++count;
-    }
-  }
-  std::map<v1::StageName, absl::Duration> mean;
-  for (const auto& [stage, total] : totals) mean[stage] = total.first / total.second;
-  return mean;
-}
-
 absl::StatusOr<v1::Experiment> ControlPlane::Create(v1::Experiment experiment) {
   EventText event{.kind = "submitted",
                   .detail = absl::StrCat("frozen spec ", ShortHash(experiment.spec_sha256()))};
@@ -220,9 +224,38 @@ absl::StatusOr<v1::Experiment> ControlPlane::Get(std::string_view id) {
   return experiment;
 }
 
-absl::StatusOr<std::vector<v1::Experiment>> ControlPlane::List(
+absl::StatusOr<v1::ListExperimentsResponse> ControlPlane::List(
     const v1::ListExperimentsRequest& request) {
-  return store_.ListExperiments({.scenario = request.scenario(), .state = request.state()});
+  constexpr int kDefaultPageSize = 100;
+  constexpr int kMaxPageSize = 500;
+  if (request.page_size() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("page_size: must be 0 (the default, ",
+                                                   kDefaultPageSize, ") or positive, not ",
+                                                   request.page_size()));
+  }
+  // The token is the last id of the previous page: opaque to clients, and
+  // still valid after later experiments were stored.
+  if (!request.page_token().empty() && !store_.GetExperiment(request.page_token()).ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_token: \"", request.page_token(),
+                     "\" is not a token this daemon returned (pass next_page_token as is)"));
+  }
+  const int page_size =
+      request.page_size() == 0 ? kDefaultPageSize : std::min(request.page_size(), kMaxPageSize);
+  // One more than the page tells whether another page follows.
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> found,
+                            store_.ListExperiments({.scenario = request.scenario(),
+                                                    .state = request.state(),
+                                                    .after_id = request.page_token(),
+                                                    .limit = page_size + 1}));
+  v1::ListExperimentsResponse page;
+  for (int i = 0; i < static_cast<int>(found.size()) && i < page_size; ++i) {
+    *page.add_experiments() = std::move(found[i]);
+  }
+  if (static_cast<int>(found.size()) > page_size) {
+    page.set_next_page_token(page.experiments(page_size - 1).id());
+  }
+  return page;
 }
 
 absl::StatusOr<v1::Experiment> ControlPlane::Resume(const v1::ResumeExperimentRequest& request) {
@@ -297,54 +330,74 @@ absl::StatusOr<std::map<std::string, int64_t>> ControlPlane::CountByState() {
       counts[StateLabel(static_cast<v1::ExperimentState>(i))] = 0;
     }
   }
-  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> all, store_.ListExperiments({}));
-  for (const v1::Experiment& e : all) ++counts[StateLabel(e.state())];
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<ExperimentCount> stored, store_.CountExperiments());
+  for (const ExperimentCount& c : stored) counts[StateLabel(c.state)] += c.count;
   return counts;
+}
+
+absl::StatusOr<std::string> ControlPlane::CacheState() {
+  // Newest first, a page at a time: the experiment that last used the lane
+  // is almost always on the first page.
+  ExperimentFilter page{.limit = 20, .newest_first = true};
+  while (true) {
+    SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> newest, store_.ListExperiments(page));
+    for (const v1::Experiment& e : newest) {
+      std::string state = CacheStateLeftBy(e);
+      if (!state.empty()) return state;
+    }
+    if (static_cast<int>(newest.size()) < page.limit) return "";
+    page.after_id = newest.back().id();
+  }
 }
 
 absl::StatusOr<v1::Summary> ControlPlane::Summary() {
   v1::Summary summary;
   summary.set_serving(true);
   summary.set_paused(paused_);
-  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> all, store_.ListExperiments({}));
+  // Each part is a count or a listing of what is current (queued, running),
+  // never of the whole history (docs/design.md §12).
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<ExperimentCount> stored, store_.CountExperiments());
   SERVELAB_ASSIGN_OR_RETURN(auto counts, CountByState());
   for (const auto& [state, count] : counts)
     (*summary.mutable_experiments_by_state())[state] = count;
-
-  std::map<std::string, v1::ScenarioBest> best;
-  std::map<v1::FailureClass, v1::FailureCount> failures;
-  for (const v1::Experiment& e : all) {
-    if (e.state() == v1::EXPERIMENT_STATE_QUEUED) summary.add_queue(e.id());
-    if (executor_ == nullptr && e.state() == v1::EXPERIMENT_STATE_RUNNING &&
-        summary.lane_owner().empty()) {
-      summary.set_lane_owner(e.id());
-      for (const v1::Stage& stage : e.stages()) {
-        if (stage.status() == v1::STAGE_STATUS_RUNNING) summary.set_lane_stage(stage.name());
-      }
-    }
-    if (e.state() == v1::EXPERIMENT_STATE_FAILED) {
-      v1::FailureCount& f = failures[e.failure_class()];
-      f.set_failure_class(e.failure_class());
-      f.set_count(f.count() + 1);
-      f.set_latest_experiment_id(e.id());
-    }
-    if (e.state() == v1::EXPERIMENT_STATE_SUCCEEDED && e.has_result()) KeepIfBest(e, best);
+  for (const ExperimentCount& c : stored) {
+    if (c.state != v1::EXPERIMENT_STATE_FAILED) continue;
+    v1::FailureCount& f = *summary.add_recent_failures();
+    f.set_failure_class(c.failure_class);
+    f.set_count(c.count);
+    f.set_latest_experiment_id(c.latest_id);
   }
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> queued,
+                            store_.ListExperiments({.state = v1::EXPERIMENT_STATE_QUEUED}));
+  for (const v1::Experiment& e : queued) summary.add_queue(e.id());
   if (executor_ != nullptr) {
     // The runner knows who holds the lane; a RUNNING experiment may still be
     // in preflight on the CPU worker.
     auto [owner, stage] = executor_->LaneOwner();
     summary.set_lane_owner(owner);
     summary.set_lane_stage(owner.empty() ? v1::STAGE_UNSPECIFIED : stage);
+  } else {
+    SERVELAB_ASSIGN_OR_RETURN(
+        std::vector<v1::Experiment> running,
+        store_.ListExperiments({.state = v1::EXPERIMENT_STATE_RUNNING, .limit = 1}));
+    for (const v1::Experiment& e : running) {
+      summary.set_lane_owner(e.id());
+      for (const v1::Stage& stage : e.stages()) {
+        if (stage.status() == v1::STAGE_STATUS_RUNNING) summary.set_lane_stage(stage.name());
+      }
+    }
   }
+  SERVELAB_ASSIGN_OR_RETURN(auto best, BestPerScenario());
   for (auto& [scenario, b] : best) *summary.add_best() = b;
-  for (auto& [failure_class, f] : failures) *summary.add_recent_failures() = f;
 
   SERVELAB_ASSIGN_OR_RETURN(*summary.mutable_hot_deployment(), DescribeHotDeployment(store_));
   if (!summary.hot_deployment().experiment_id().empty()) {
-    summary.mutable_hot_deployment()->set_cache_state(CacheState(all));
+    SERVELAB_ASSIGN_OR_RETURN(*summary.mutable_hot_deployment()->mutable_cache_state(),
+                              CacheState());
   }
-  FillNextStep(summary, all.empty() ? nullptr : &all.back());
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> latest,
+                            store_.ListExperiments({.limit = 1, .newest_first = true}));
+  FillNextStep(summary, latest.empty() ? nullptr : &latest.front());
   return summary;
 }
 

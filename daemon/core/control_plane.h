@@ -64,6 +64,7 @@ class ControlPlane {
  public:
   // `store` and `clock` must outlive the control plane.
   ControlPlane(Store& store, Clock& clock);
+  ~ControlPlane();
 
   // Set once, before serving; must outlive the control plane.
   void SetExecutor(ExperimentExecutor* executor) { executor_ = executor; }
@@ -75,7 +76,9 @@ class ControlPlane {
   // nothing is stored.
   absl::StatusOr<v1::Experiment> Submit(const v1::SubmitExperimentRequest& request);
   absl::StatusOr<v1::Experiment> Get(std::string_view id);
-  absl::StatusOr<std::vector<v1::Experiment>> List(const v1::ListExperimentsRequest& request);
+  // One page (docs/design.md §12): INVALID_ARGUMENT for a negative page_size
+  // or a page_token this daemon did not hand out.
+  absl::StatusOr<v1::ListExperimentsResponse> List(const v1::ListExperimentsRequest& request);
   absl::StatusOr<v1::Experiment> Resume(const v1::ResumeExperimentRequest& request);
   absl::StatusOr<v1::Experiment> Cancel(std::string_view id);
   absl::StatusOr<v1::Summary> Summary();
@@ -103,9 +106,13 @@ class ControlPlane {
   // its file hashes cleared), and the base experiment when there is one.
   absl::Status ReadSource(const v1::SubmitExperimentRequest& request, v1::ExperimentSpec& spec,
                           std::optional<v1::Experiment>& base_experiment);
-  // Mean duration of each stage over its successful runs, for the plan's
-  // prediction.
-  absl::StatusOr<std::map<v1::StageName, absl::Duration>> MeanStageDurations();
+  // The plan's prediction averages each stage's most recent successful runs.
+  static constexpr int kPredictionRuns = 20;
+  // The best succeeded experiment of each scenario (Summary.best).
+  absl::StatusOr<std::map<std::string, v1::ScenarioBest>> BestPerScenario();
+  // What the prefix cache holds: what the newest experiment with a
+  // succeeded formal load left there; "" when there is none.
+  absl::StatusOr<std::string> CacheState();
   // Summary.next_step from the summary's other facts; `latest` is the most
   // recent experiment, null when there is none.
   void FillNextStep(v1::Summary& summary, const v1::Experiment* latest);
@@ -115,6 +122,11 @@ class ControlPlane {
   Ledger ledger_;
   ExperimentExecutor* executor_ = nullptr;
   bool paused_ = false;
+
+  int best_subscription_ = 0;
+  absl::Mutex best_mu_;
+  bool best_loaded_ ABSL_GUARDED_BY(best_mu_) = false;
+  std::map<std::string, v1::ScenarioBest> best_ ABSL_GUARDED_BY(best_mu_);
 
   // Why a queued experiment waits, in words.
   const char* QueuedBlocker() const;

@@ -117,7 +117,7 @@ TEST_F(ControlPlaneTest, ValidateOnlyStoresNothing) {
   EXPECT_EQ(e->plan().stages_size(), 13);
   EXPECT_EQ(e->plan().stages(8).action(), v1::STAGE_ACTION_RUN);  // cache_seed
   EXPECT_EQ(store_.writes(), 0);
-  EXPECT_THAT(*plane_.List({}), SizeIs(0));
+  EXPECT_THAT(plane_.List({})->experiments(), SizeIs(0));
 }
 
 struct BadSubmit {
@@ -135,7 +135,7 @@ TEST_P(BadSubmitTest, IsRefusedAndNothingIsStored) {
   absl::StatusOr<v1::Experiment> e = plane_.Submit(Delta(base.id(), GetParam().sets));
   EXPECT_THAT(e, StatusIs(GetParam().code, HasSubstr(GetParam().message)));
   EXPECT_EQ(store_.writes(), writes);
-  EXPECT_THAT(*plane_.List({}), SizeIs(1));
+  EXPECT_THAT(plane_.List({})->experiments(), SizeIs(1));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -187,7 +187,7 @@ TEST_F(ControlPlaneTest, StoreFailureIsReturned) {
   store_.FailNextWrite(absl::UnavailableError("database is busy"));
   EXPECT_THAT(plane_.Submit(FromExample("16k-nocache.yaml")),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("busy")));
-  EXPECT_THAT(*plane_.List({}), SizeIs(0));
+  EXPECT_THAT(plane_.List({})->experiments(), SizeIs(0));
 }
 
 TEST_F(ControlPlaneTest, CancelQueuedThenRefuseTwice) {
@@ -270,6 +270,44 @@ TEST_F(ControlPlaneTest, PlanReusesMatchingInstances) {
   EXPECT_EQ(summary->hot_deployment().experiment_id(), base.id());
 }
 
+TEST_F(ControlPlaneTest, ListIsPagedByTheLastIdOfThePreviousPage) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(SubmitBase().id());
+  v1::ListExperimentsRequest request;
+  request.set_page_size(2);
+  std::vector<std::string> seen;
+  int pages = 0;
+  do {
+    absl::StatusOr<v1::ListExperimentsResponse> page = plane_.List(request);
+    ASSERT_THAT(page, IsOk());
+    EXPECT_LE(page->experiments_size(), 2);
+    for (const v1::Experiment& e : page->experiments()) seen.push_back(e.id());
+    request.set_page_token(page->next_page_token());
+    ++pages;
+  } while (!request.page_token().empty());
+  EXPECT_EQ(seen, ids);
+  EXPECT_EQ(pages, 3);
+  // The default page holds all five, and says nothing follows.
+  absl::StatusOr<v1::ListExperimentsResponse> all = plane_.List({});
+  ASSERT_THAT(all, IsOk());
+  EXPECT_THAT(all->experiments(), SizeIs(5));
+  EXPECT_EQ(all->next_page_token(), "");
+}
+
+TEST_F(ControlPlaneTest, ListRefusesANegativePageSizeAndAForeignToken) {
+  SubmitBase();
+  const int writes = store_.writes();
+  v1::ListExperimentsRequest negative;
+  negative.set_page_size(-1);
+  EXPECT_THAT(plane_.List(negative),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("page_size:")));
+  v1::ListExperimentsRequest foreign;
+  foreign.set_page_token("exp-77");
+  EXPECT_THAT(plane_.List(foreign),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("page_token: \"exp-77\"")));
+  EXPECT_EQ(store_.writes(), writes);
+}
+
 TEST_F(ControlPlaneTest, SummaryListsQueueAndCounts) {
   absl::StatusOr<v1::Summary> empty = plane_.Summary();
   ASSERT_THAT(empty, IsOk());
@@ -284,6 +322,45 @@ TEST_F(ControlPlaneTest, SummaryListsQueueAndCounts) {
   EXPECT_EQ(summary->experiments_by_state().at("cancelled"), 1);
   EXPECT_EQ(summary->experiments_by_state().at("succeeded"), 0);
   EXPECT_EQ(summary->next_step().experiment_id(), "exp-1");
+}
+
+// The best per scenario is read once, then follows successes through the
+// ledger; failures are counted per class with the newest named.
+TEST_F(ControlPlaneTest, SummaryBestFollowsLaterSuccessesAndCountsFailures) {
+  for (int i = 0; i < 4; ++i) SubmitBase();
+  auto finish = [&](const std::string& id, v1::ExperimentState state, double value) {
+    ASSERT_THAT(
+        plane_.ledger().Update(
+            id,
+            [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+              e.set_state(state);
+              if (state == v1::EXPERIMENT_STATE_FAILED) {
+                e.set_failure_class(v1::LOAD_INTERRUPTED);
+              } else {
+                e.mutable_result()->mutable_whole()->set_output_tokens_per_second_per_device(value);
+              }
+              return EventText{"state", "done"};
+            }),
+        IsOk());
+  };
+  finish("exp-1", v1::EXPERIMENT_STATE_SUCCEEDED, 10);
+  absl::StatusOr<v1::Summary> first = plane_.Summary();
+  ASSERT_THAT(first, IsOk());
+  ASSERT_THAT(first->best(), SizeIs(1));
+  EXPECT_EQ(first->best(0).experiment_id(), "exp-1");
+
+  finish("exp-2", v1::EXPERIMENT_STATE_SUCCEEDED, 20);
+  finish("exp-3", v1::EXPERIMENT_STATE_SUCCEEDED, 15);
+  finish("exp-4", v1::EXPERIMENT_STATE_FAILED, 0);
+  absl::StatusOr<v1::Summary> later = plane_.Summary();
+  ASSERT_THAT(later, IsOk());
+  ASSERT_THAT(later->best(), SizeIs(1));
+  EXPECT_EQ(later->best(0).experiment_id(), "exp-2");
+  EXPECT_DOUBLE_EQ(later->best(0).value(), 20);
+  ASSERT_THAT(later->recent_failures(), SizeIs(1));
+  EXPECT_EQ(later->recent_failures(0).count(), 1);
+  EXPECT_EQ(later->recent_failures(0).latest_experiment_id(), "exp-4");
+  EXPECT_EQ(later->next_step().experiment_id(), "exp-4");
 }
 
 }  // namespace

@@ -75,7 +75,9 @@ void Ledger::Notify(const v1::Experiment& experiment) {
   // listener is never called again (its owner may then be destroyed).
   absl::MutexLock lock(&listeners_mu_);
   for (const auto& [id, subscription] : subscriptions_) {
-    if (subscription.experiment_id == experiment.id()) subscription.listener(experiment);
+    if (subscription.experiment_id.empty() || subscription.experiment_id == experiment.id()) {
+      subscription.listener(experiment);
+    }
   }
 }
 

@@ -49,6 +49,7 @@ class Ledger {
   absl::StatusOr<v1::Experiment> Update(std::string_view id, const Mutation& mutate);
 
   using Listener = std::function<void(const v1::Experiment&)>;
+  // An empty experiment_id subscribes to every experiment.
   int Subscribe(const std::string& experiment_id, Listener listener);
   void Unsubscribe(int subscription);
 

@@ -713,13 +713,11 @@ absl::Status StageRunner::Recover() {
   // found by the owner marker in its environment, never left unowned.
   SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> recorded, store.ListInstances());
   const std::vector<int> orphans = instances_.StopUnrecorded(recorded, options_.stop_grace);
-  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> all, store.ListExperiments({}));
-  for (const v1::Experiment& experiment : all) {
-    if (experiment.state() == v1::EXPERIMENT_STATE_QUEUED) {
-      Enqueue(experiment.id());
-      continue;
-    }
-    if (experiment.state() != v1::EXPERIMENT_STATE_RUNNING) continue;
+  // Only what was current at the crash is read, not the whole history:
+  // the interrupted experiments first, then the queue in its order.
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> running,
+                            store.ListExperiments({.state = v1::EXPERIMENT_STATE_RUNNING}));
+  for (const v1::Experiment& experiment : running) {
     // Interrupted by the restart: classify by how far it got. Never re-send
     // a formal load by itself; resume decides.
     v1::StageName interrupted = v1::STAGE_PREFLIGHT;
@@ -754,6 +752,9 @@ absl::Status StageRunner::Recover() {
                                                       absl::StrJoin(orphans, ", ")))};
     });
   }
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> queued,
+                            store.ListExperiments({.state = v1::EXPERIMENT_STATE_QUEUED}));
+  for (const v1::Experiment& experiment : queued) Enqueue(experiment.id());
   return absl::OkStatus();
 }
 

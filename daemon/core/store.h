@@ -12,6 +12,7 @@
 #define SERVELAB_DAEMON_CORE_STORE_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,19 @@ struct Event {
 struct ExperimentFilter {
   std::string scenario;                                          // Empty: any.
   v1::ExperimentState state = v1::EXPERIMENT_STATE_UNSPECIFIED;  // Unspecified: any.
+  // A page: only experiments stored after this one (empty: from the first),
+  // and at most `limit` of them (0: no limit). An unknown id matches none.
+  std::string after_id;
+  int limit = 0;
+  // Newest first instead of oldest first (after_id then means older than).
+  bool newest_first = false;
+};
+
+struct ExperimentCount {
+  v1::ExperimentState state = v1::EXPERIMENT_STATE_UNSPECIFIED;
+  v1::FailureClass failure_class = v1::FAILURE_CLASS_UNSPECIFIED;
+  int64_t count = 0;
+  std::string latest_id;
 };
 
 class Store {
@@ -59,6 +73,14 @@ class Store {
   // Oldest first.
   virtual absl::StatusOr<std::vector<v1::Experiment>> ListExperiments(
       const ExperimentFilter& filter) = 0;
+  // How many experiments are in each (state, failure class), and the newest
+  // of each: counted by the database, not listed, so that the summary's cost
+  // does not grow with the history.
+  virtual absl::StatusOr<std::vector<ExperimentCount>> CountExperiments() = 0;
+  // Per stage name, the mean duration of its `runs` most recent successful
+  // RUN stages (by end time); a stage that never ran successfully is absent.
+  virtual absl::StatusOr<std::map<v1::StageName, absl::Duration>> MeanRecentStageDurations(
+      int runs) = 0;
   // In order of seq.
   virtual absl::StatusOr<std::vector<Event>> ListEvents(std::string_view experiment_id) = 0;
 

@@ -229,13 +229,9 @@ grpc::ServerUnaryReactor* ServeLabService::GetExperiment(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* ServeLabService::ListExperiments(
     grpc::CallbackServerContext* context, const v1::ListExperimentsRequest* request,
     v1::ListExperimentsResponse* reply) {
-  absl::StatusOr<std::vector<v1::Experiment>> experiments = control_plane_.List(*request);
-  if (experiments.ok()) {
-    for (v1::Experiment& experiment : *experiments) {
-      *reply->add_experiments() = std::move(experiment);
-    }
-  }
-  return Finish(context, "ListExperiments", experiments.status());
+  absl::StatusOr<v1::ListExperimentsResponse> page = control_plane_.List(*request);
+  if (page.ok()) *reply = *std::move(page);
+  return Finish(context, "ListExperiments", page.status());
 }
 
 grpc::ServerWriteReactor<v1::Experiment>* ServeLabService::WatchExperiment(

@@ -158,9 +158,18 @@ class Client:
                            service_pb2.GetExperimentRequest(id=experiment_id))
 
     def list_experiments(self, scenario="", state=experiment_pb2.EXPERIMENT_STATE_UNSPECIFIED):
-        """Experiments oldest first, optionally of one scenario and/or one ExperimentState."""
+        """Experiments oldest first, optionally of one scenario and/or one ExperimentState.
+
+        The daemon answers a page per call; this follows next_page_token to the end.
+        """
         request = service_pb2.ListExperimentsRequest(scenario=scenario, state=state)
-        return list(self._unary(self._stub.ListExperiments, request).experiments)
+        experiments = []
+        while True:
+            page = self._unary(self._stub.ListExperiments, request)
+            experiments.extend(page.experiments)
+            if not page.next_page_token:
+                return experiments
+            request.page_token = page.next_page_token
 
     def cancel(self, experiment_id):
         """Cancels a queued or running experiment; returns it (final once the load has ended)."""

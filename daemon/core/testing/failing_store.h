@@ -53,6 +53,13 @@ class FailingStore : public Store {
       const ExperimentFilter& filter) override {
     return base_.ListExperiments(filter);
   }
+  absl::StatusOr<std::vector<ExperimentCount>> CountExperiments() override {
+    return base_.CountExperiments();
+  }
+  absl::StatusOr<std::map<v1::StageName, absl::Duration>> MeanRecentStageDurations(
+      int runs) override {
+    return base_.MeanRecentStageDurations(runs);
+  }
   absl::StatusOr<std::vector<Event>> ListEvents(std::string_view experiment_id) override {
     return base_.ListEvents(experiment_id);
   }

@@ -1,5 +1,8 @@
 #include "daemon/core/testing/fake_store.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -75,12 +78,66 @@ absl::StatusOr<std::vector<v1::Experiment>> FakeStore::ListExperiments(
     const ExperimentFilter& filter) {
   absl::MutexLock lock(&mu_);
   std::vector<v1::Experiment> out;
-  for (const v1::Experiment& e : experiments_) {
+  bool after = filter.after_id.empty();
+  std::vector<const v1::Experiment*> order;
+  for (const v1::Experiment& e : experiments_) order.push_back(&e);
+  if (filter.newest_first) std::reverse(order.begin(), order.end());
+  for (const v1::Experiment* listed : order) {
+    const v1::Experiment& e = *listed;
+    if (!after) {
+      after = e.id() == filter.after_id;
+      continue;
+    }
     if (!filter.scenario.empty() && e.spec().scenario() != filter.scenario) continue;
     if (filter.state != v1::EXPERIMENT_STATE_UNSPECIFIED && e.state() != filter.state) continue;
+    if (filter.limit > 0 && static_cast<int>(out.size()) == filter.limit) break;
     out.push_back(e);
   }
   return out;
+}
+
+absl::StatusOr<std::vector<ExperimentCount>> FakeStore::CountExperiments() {
+  absl::MutexLock lock(&mu_);
+  std::map<std::pair<v1::ExperimentState, v1::FailureClass>, ExperimentCount> counts;
+  for (const v1::Experiment& e : experiments_) {
+    ExperimentCount& c = counts[{e.state(), e.failure_class()}];
+    c.state = e.state();
+    c.failure_class = e.failure_class();
+    ++c.count;
+    c.latest_id = e.id();
+  }
+  std::vector<ExperimentCount> out;
+  for (auto& [key, c] : counts) out.push_back(std::move(c));
+  return out;
+}
+
+absl::StatusOr<std::map<v1::StageName, absl::Duration>> FakeStore::MeanRecentStageDurations(
+    int runs) {
+  absl::MutexLock lock(&mu_);
+  std::map<v1::StageName, std::vector<std::pair<absl::Time, absl::Duration>>> done;
+  for (const v1::Experiment& e : experiments_) {
+    for (const v1::Stage& s : e.stages()) {
+      if (s.action() != v1::STAGE_ACTION_RUN || s.status() != v1::STAGE_STATUS_SUCCEEDED ||
+          !s.has_started_at() || !s.has_ended_at()) {
+        continue;
+      }
+      const absl::Time end =
+          absl::FromUnixSeconds(s.ended_at().seconds()) + absl::Nanoseconds(s.ended_at().nanos());
+      const absl::Time start = absl::FromUnixSeconds(s.started_at().seconds()) +
+                               absl::Nanoseconds(s.started_at().nanos());
+      done[s.name()].push_back({end, end - start});
+    }
+  }
+  std::map<v1::StageName, absl::Duration> mean;
+  for (auto& [name, runs_of_stage] : done) {
+    std::sort(runs_of_stage.begin(), runs_of_stage.end(),
+              [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (static_cast<int>(runs_of_stage.size()) > runs) runs_of_stage.resize(runs);
+    absl::Duration sum;
+    for (const auto& [end, d] : runs_of_stage) sum += d;
+    mean[name] = sum / static_cast<int64_t>(runs_of_stage.size());
+  }
+  return mean;
 }
 
 absl::StatusOr<std::vector<Event>> FakeStore::ListEvents(std::string_view experiment_id) {

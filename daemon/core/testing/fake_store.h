@@ -24,6 +24,9 @@ class FakeStore : public Store {
   absl::StatusOr<v1::Experiment> GetExperiment(std::string_view id) override;
   absl::StatusOr<std::vector<v1::Experiment>> ListExperiments(
       const ExperimentFilter& filter) override;
+  absl::StatusOr<std::vector<ExperimentCount>> CountExperiments() override;
+  absl::StatusOr<std::map<v1::StageName, absl::Duration>> MeanRecentStageDurations(
+      int runs) override;
   absl::StatusOr<std::vector<Event>> ListEvents(std::string_view experiment_id) override;
   absl::Status AppendRequests(const std::vector<v1::RequestRecord>& records) override;
   absl::StatusOr<std::vector<v1::RequestRecord>> ListRequests(std::string_view experiment_id,

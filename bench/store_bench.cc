@@ -1,0 +1,311 @@
+// store_bench: does the daemon's cost per call stay flat as its history
+// grows (issue 9, P8 and P9)? A program that prints figures, not a test.
+//
+//   build/bin/store_bench [--experiments 10000] [--records 20000000]
+//       [--samples 200] [--spec deploy/examples/pd-quick.yaml] [--time-scale 0.05]
+//
+// 1. Runs --spec and one concurrency delta on servelab-sim through a real
+//    servelabd: two real experiments with their raw records.
+// 2. Restarts servelabd --paused on that store and times, --samples times
+//    each, the calls a user makes: SubmitExperiment (a delta of the base; it
+//    queues, and is cancelled untimed), GetExperiment (status),
+//    ListExperiments and GetSummary.
+// 3. Stops it and grows the same SQLite file through SqliteStore to
+//    --experiments experiments and --records raw record rows, copies of the
+//    two real ones (their records repeated to the size each copy needs).
+// 4. Restarts servelabd --paused on the grown store (the restart time is a
+//    figure: recovery reads the store) and times the same calls.
+// Prints p50/p99 of each call on both stores with their ratio (target: the
+// grown store within 2x), the database size and the bytes on disk per 1 M
+// streamed chunks, and the daemon's RSS on both stores.
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "bench/bench_common.h"
+#include "bench/bench_daemon.h"
+#include "storage/sqlite_store.h"
+
+namespace servelab::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kTargetRatio = 2.0;
+// Both stores hold at least this many experiments before the first timed
+// list (the untimed warm-up submits), so both list a full page.
+constexpr int kListPage = 20;
+
+struct CallTimes {
+  std::map<std::string, std::vector<double>> ms;  // call name -> samples
+};
+
+// VmRSS of `pid` in MiB, from /proc.
+double RssMib(pid_t pid) {
+  for (absl::string_view line :
+       absl::StrSplit(ReadFile(absl::StrCat("/proc/", pid, "/status")), '\n')) {
+    if (!absl::ConsumePrefix(&line, "VmRSS:")) continue;
+    double kib = 0;
+    (void)absl::SimpleAtod(absl::StripAsciiWhitespace(absl::StripSuffix(line, "kB")), &kib);
+    return kib / 1024;
+  }
+  return 0;
+}
+
+// Times `call` once; false (and a message) when it failed.
+bool Timed(CallTimes& times, const std::string& name, const std::function<grpc::Status()>& call) {
+  absl::Time start = absl::Now();
+  grpc::Status s = call();
+  times.ms[name].push_back(Ms(absl::Now() - start));
+  if (!s.ok()) std::fprintf(stderr, "%s: %s\n", name.c_str(), s.error_message().c_str());
+  return s.ok();
+}
+
+// The four calls, `samples` times, against a paused daemon.
+bool MeasureCalls(v1::ServeLab::Stub& stub, const std::string& base_id, int samples,
+                  CallTimes& times) {
+  CallTimes warmup;
+  for (int i = -kListPage; i < samples; ++i) {
+    CallTimes& into = i < 0 ? warmup : times;
+    v1::SubmitExperimentRequest submit;
+    submit.set_base_id(base_id);
+    submit.add_set(absl::StrCat("workload.concurrency=", 4 + (i + kListPage) % 13));
+    v1::SubmitExperimentResponse submitted;
+    v1::Experiment got, cancelled;
+    v1::ListExperimentsResponse listed;
+    v1::Summary summary;
+    bool ok = Timed(into, "submit", [&] {
+      grpc::ClientContext ctx;
+      return stub.SubmitExperiment(&ctx, submit, &submitted);
+    });
+    ok = ok && Timed(into, "status", [&] {
+      grpc::ClientContext ctx;
+      v1::GetExperimentRequest get;
+      get.set_id(base_id);
+      return stub.GetExperiment(&ctx, get, &got);
+    });
+    ok = ok && Timed(into, "list", [&] {
+      grpc::ClientContext ctx;
+      v1::ListExperimentsRequest page;
+      page.set_page_size(kListPage);
+      return stub.ListExperiments(&ctx, page, &listed);
+    });
+    ok = ok && Timed(into, "summary", [&] {
+      grpc::ClientContext ctx;
+      return stub.GetSummary(&ctx, v1::GetSummaryRequest(), &summary);
+    });
+    grpc::ClientContext ctx;
+    v1::CancelExperimentRequest cancel;
+    cancel.set_id(submitted.experiment().id());
+    if (!ok || !stub.CancelExperiment(&ctx, cancel, &cancelled).ok()) return false;
+  }
+  return true;
+}
+
+// Copies of `templates`, with their formal records repeated to
+// `rows_each` rows, until the store holds `experiments` experiments.
+// Returns the number of chunks written, or -1.
+int64_t GrowStore(const std::string& db_path, const std::vector<std::string>& templates,
+                  int experiments, int64_t rows_each) {
+  absl::StatusOr<std::unique_ptr<storage::SqliteStore>> store = storage::SqliteStore::Open(db_path);
+  if (!store.ok()) {
+    std::fprintf(stderr, "open %s: %s\n", db_path.c_str(), store.status().ToString().c_str());
+    return -1;
+  }
+  std::vector<v1::Experiment> copies;
+  std::vector<std::vector<v1::RequestRecord>> records;
+  for (const std::string& id : templates) {
+    absl::StatusOr<v1::Experiment> e = (*store)->GetExperiment(id);
+    absl::StatusOr<std::vector<v1::RequestRecord>> r = (*store)->ListRequests(id, v1::PHASE_FORMAL, 0);
+    if (!e.ok() || !r.ok() || r->empty()) {
+      std::fprintf(stderr, "template %s has no formal records\n", id.c_str());
+      return -1;
+    }
+    std::vector<v1::RequestRecord> rows;
+    for (int64_t i = 0; i < rows_each; ++i) {
+      v1::RequestRecord row = (*r)[i % r->size()];
+      row.set_attempt(1 + static_cast<int>(i / r->size()));
+      rows.push_back(std::move(row));
+    }
+    copies.push_back(*std::move(e));
+    records.push_back(std::move(rows));
+  }
+  absl::StatusOr<std::vector<v1::Experiment>> existing = (*store)->ListExperiments({});
+  int64_t chunks = 0;
+  const absl::Time start = absl::Now();
+  for (int n = existing.ok() ? existing->size() : 0, i = 0; n < experiments; ++n, ++i) {
+    const size_t t = i % copies.size();
+    core::Event event{.at = absl::Now(), .kind = "submitted", .detail = "store_bench copy"};
+    absl::StatusOr<std::string> id =
+        (*store)->CreateExperimentWithRecords(copies[t], event, records[t]);
+    if (!id.ok()) {
+      std::fprintf(stderr, "copy %d: %s\n", i, id.status().ToString().c_str());
+      return -1;
+    }
+    for (const v1::RequestRecord& r : records[t]) chunks += r.chunk_ns_size();
+    if ((n + 1) % (experiments / 10 + 1) == 0 || n + 1 == experiments) {
+      std::fprintf(stderr, "growing the store: %d / %d experiments, %.0f s\n", n + 1, experiments,
+                   absl::ToDoubleSeconds(absl::Now() - start));
+    }
+  }
+  return chunks;
+}
+
+void PrintCalls(const CallTimes& small, const CallTimes& grown) {
+  std::printf("  %-8s %12s %12s %12s %12s %8s\n", "call", "p50 small", "p99 small", "p50 grown",
+              "p99 grown", "p99 x");
+  for (const auto& [name, samples] : small.ms) {
+    const std::vector<double>& g = grown.ms.at(name);
+    const double ratio = Percentile(g, 0.99) / Percentile(samples, 0.99);
+    std::printf("  %-8s %12.3f %12.3f %12.3f %12.3f %8.2f  target <= %.0fx: %s\n", name.c_str(),
+                Percentile(samples, 0.5), Percentile(samples, 0.99), Percentile(g, 0.5),
+                Percentile(g, 0.99), ratio, kTargetRatio, ratio <= kTargetRatio ? "MET" : "MISSED");
+  }
+}
+
+struct Options {
+  std::string spec;
+  int experiments = 10000;
+  int64_t records = 20000000;
+  int samples = 200;
+  double time_scale = 0.05;
+};
+
+// Steps 1: the two real experiments. Returns their ids, or empty.
+std::vector<std::string> RunTemplates(const std::string& bin_dir, const std::string& work_dir,
+                                      const Options& o, std::set<pid_t>& instance_pids) {
+  Daemon daemon(bin_dir, work_dir, o.time_scale);
+  std::string target = daemon.WaitForAddress();
+  if (target.empty()) {
+    std::fprintf(stderr, "servelabd did not come up; log:\n%s\n",
+                 ReadFile(daemon.log_path()).c_str());
+    return {};
+  }
+  auto stub = Connect(target);
+  std::vector<std::string> ids;
+  v1::SubmitExperimentRequest req;
+  req.set_spec_text(ReadFile(o.spec));
+  req.set_spec_name(o.spec);
+  req.set_base_dir(fs::path(o.spec).parent_path().string());
+  for (int i = 0; i < 2; ++i) {
+    grpc::ClientContext ctx;
+    v1::SubmitExperimentResponse resp;
+    v1::Experiment done;
+    if (!stub->SubmitExperiment(&ctx, req, &resp).ok() ||
+        !WaitFinal(*stub, resp.experiment().id(), &done) ||
+        done.state() != v1::EXPERIMENT_STATE_SUCCEEDED) {
+      CollectInstancePids(done, &instance_pids);
+      std::fprintf(stderr, "template experiment failed; log:\n%s\n",
+                   ReadFile(daemon.log_path()).c_str());
+      return {};
+    }
+    CollectInstancePids(done, &instance_pids);
+    ids.push_back(done.id());
+    req = v1::SubmitExperimentRequest();
+    req.set_base_id(ids.front());
+    req.add_set("workload.concurrency=12");
+  }
+  return ids;
+}
+
+// Steps 2 and 4: a paused daemon on the store, the calls timed.
+bool MeasurePaused(const std::string& bin_dir, const std::string& work_dir, const Options& o,
+                   const std::string& base_id, CallTimes& times, double& restart_ms,
+                   double& rss_mib) {
+  const absl::Time start = absl::Now();
+  Daemon daemon(bin_dir, work_dir, o.time_scale, {"--paused"});
+  std::string target = daemon.WaitForAddress();
+  restart_ms = Ms(absl::Now() - start);
+  if (target.empty()) {
+    std::fprintf(stderr, "servelabd did not come up; log:\n%s\n",
+                 ReadFile(daemon.log_path()).c_str());
+    return false;
+  }
+  auto stub = Connect(target);
+  const bool ok = MeasureCalls(*stub, base_id, o.samples, times);
+  rss_mib = RssMib(daemon.pid());
+  return ok;
+}
+
+int Run(const Options& o) {
+  const std::string bin_dir = fs::read_symlink("/proc/self/exe").parent_path().string();
+  char tmpl[] = "/tmp/store_bench.XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) {
+    std::perror("mkdtemp");
+    return 1;
+  }
+  const std::string work_dir = tmpl;
+  const std::string db_path = work_dir + "/state/servelab.db";
+  std::set<pid_t> instance_pids;
+  CallTimes small, grown;
+  double restart_small = 0, restart_grown = 0, rss_small = 0, rss_grown = 0;
+  int64_t chunks = -1;
+  std::vector<std::string> templates = RunTemplates(bin_dir, work_dir, o, instance_pids);
+  bool ok = !templates.empty() && MeasurePaused(bin_dir, work_dir, o, templates.front(), small,
+                                                restart_small, rss_small);
+  const uintmax_t small_bytes = ok ? fs::file_size(db_path) : 0;
+  if (ok) {
+    chunks = GrowStore(db_path, templates, o.experiments, o.records / o.experiments);
+    ok = chunks > 0 && MeasurePaused(bin_dir, work_dir, o, templates.front(), grown,
+                                     restart_grown, rss_grown);
+  }
+  const uintmax_t grown_bytes = ok ? fs::file_size(db_path) : 0;
+  KillInstances(instance_pids);
+  fs::remove_all(work_dir);
+  if (!ok) return 1;
+
+  std::printf("machine: %s\n", Machine().c_str());
+  std::printf("store: small = 2 real experiments + %d submitted and cancelled; grown = %d "
+              "experiments, %lld raw record rows; list = a page of %d\n\n",
+              o.samples + kListPage, o.experiments + o.samples + kListPage,
+              static_cast<long long>(o.records), kListPage);
+  std::printf("call latency, ms (%d samples each; P8 target: grown p99 within %.0fx of small)\n",
+              o.samples, kTargetRatio);
+  PrintCalls(small, grown);
+  std::printf("\ndaemon restart until serving: small %.0f ms, grown %.0f ms\n", restart_small,
+              restart_grown);
+  std::printf("daemon RSS after the calls: small %.1f MiB, grown %.1f MiB\n", rss_small,
+              rss_grown);
+  std::printf("database: small %.1f MiB, grown %.1f MiB; raw records on disk per 1 M chunks: "
+              "%.1f MiB (P9)\n",
+              small_bytes / 1048576.0, grown_bytes / 1048576.0,
+              (grown_bytes - small_bytes) / 1048576.0 / (chunks / 1e6));
+  return 0;
+}
+
+}  // namespace
+}  // namespace servelab::bench
+
+int main(int argc, char** argv) {
+  servelab::bench::Options o;
+  o.spec = std::string(SERVELAB_SOURCE_DIR) + "/deploy/examples/pd-quick.yaml";
+  CLI::App app{"store_bench: call latency on a small and a grown store (issue 9, P8/P9)"};
+  app.add_option("--spec", o.spec, "Base spec file")->capture_default_str();
+  app.add_option("--experiments", o.experiments, "Experiments in the grown store")
+      ->capture_default_str()
+      ->check(CLI::Range(3, 10000000));
+  app.add_option("--records", o.records, "Raw record rows in the grown store")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--samples", o.samples, "Timed calls of each kind per store")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--time-scale", o.time_scale, "servelabd --sim-time-scale")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+  signal(SIGPIPE, SIG_IGN);
+  o.spec = std::filesystem::absolute(o.spec).string();
+  return servelab::bench::Run(o);
+}
