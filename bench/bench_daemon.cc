@@ -93,9 +93,8 @@ std::string Daemon::WaitForAddress() {
   const std::string addr_file = state_dir_ + "/servelabd.addr";
   if (pid_ <= 0) return "";
   // A restarted daemon rewrites the file once its recovery is done.
-  const auto old = std::filesystem::exists(addr_file)
-                       ? std::filesystem::last_write_time(addr_file)
-                       : std::filesystem::file_time_type::min();
+  const auto old = std::filesystem::exists(addr_file) ? std::filesystem::last_write_time(addr_file)
+                                                      : std::filesystem::file_time_type::min();
   auto written = [&] {
     return std::filesystem::exists(addr_file) && std::filesystem::last_write_time(addr_file) > old;
   };

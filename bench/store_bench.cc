@@ -90,21 +90,21 @@ bool MeasureCalls(v1::ServeLab::Stub& stub, const std::string& base_id, int samp
       return stub.SubmitExperiment(&ctx, submit, &submitted);
     });
     ok = ok && Timed(into, "status", [&] {
-      grpc::ClientContext ctx;
-      v1::GetExperimentRequest get;
-      get.set_id(base_id);
-      return stub.GetExperiment(&ctx, get, &got);
-    });
+           grpc::ClientContext ctx;
+           v1::GetExperimentRequest get;
+           get.set_id(base_id);
+           return stub.GetExperiment(&ctx, get, &got);
+         });
     ok = ok && Timed(into, "list", [&] {
-      grpc::ClientContext ctx;
-      v1::ListExperimentsRequest page;
-      page.set_page_size(kListPage);
-      return stub.ListExperiments(&ctx, page, &listed);
-    });
+           grpc::ClientContext ctx;
+           v1::ListExperimentsRequest page;
+           page.set_page_size(kListPage);
+           return stub.ListExperiments(&ctx, page, &listed);
+         });
     ok = ok && Timed(into, "summary", [&] {
-      grpc::ClientContext ctx;
-      return stub.GetSummary(&ctx, v1::GetSummaryRequest(), &summary);
-    });
+           grpc::ClientContext ctx;
+           return stub.GetSummary(&ctx, v1::GetSummaryRequest(), &summary);
+         });
     grpc::ClientContext ctx;
     v1::CancelExperimentRequest cancel;
     cancel.set_id(submitted.experiment().id());
@@ -127,7 +127,8 @@ int64_t GrowStore(const std::string& db_path, const std::vector<std::string>& te
   std::vector<std::vector<v1::RequestRecord>> records;
   for (const std::string& id : templates) {
     absl::StatusOr<v1::Experiment> e = (*store)->GetExperiment(id);
-    absl::StatusOr<std::vector<v1::RequestRecord>> r = (*store)->ListRequests(id, v1::PHASE_FORMAL, 0);
+    absl::StatusOr<std::vector<v1::RequestRecord>> r =
+        (*store)->ListRequests(id, v1::PHASE_FORMAL, 0);
     if (!e.ok() || !r.ok() || r->empty()) {
       std::fprintf(stderr, "template %s has no formal records\n", id.c_str());
       return -1;
@@ -252,13 +253,13 @@ int Run(const Options& o) {
   double restart_small = 0, restart_grown = 0, rss_small = 0, rss_grown = 0;
   int64_t chunks = -1;
   std::vector<std::string> templates = RunTemplates(bin_dir, work_dir, o, instance_pids);
-  bool ok = !templates.empty() && MeasurePaused(bin_dir, work_dir, o, templates.front(), small,
-                                                restart_small, rss_small);
+  bool ok = !templates.empty() &&
+            MeasurePaused(bin_dir, work_dir, o, templates.front(), small, restart_small, rss_small);
   const uintmax_t small_bytes = ok ? fs::file_size(db_path) : 0;
   if (ok) {
     chunks = GrowStore(db_path, templates, o.experiments, o.records / o.experiments);
-    ok = chunks > 0 && MeasurePaused(bin_dir, work_dir, o, templates.front(), grown,
-                                     restart_grown, rss_grown);
+    ok = chunks > 0 &&
+         MeasurePaused(bin_dir, work_dir, o, templates.front(), grown, restart_grown, rss_grown);
   }
   const uintmax_t grown_bytes = ok ? fs::file_size(db_path) : 0;
   KillInstances(instance_pids);
@@ -266,21 +267,22 @@ int Run(const Options& o) {
   if (!ok) return 1;
 
   std::printf("machine: %s\n", Machine().c_str());
-  std::printf("store: small = 2 real experiments + %d submitted and cancelled; grown = %d "
-              "experiments, %lld raw record rows; list = a page of %d\n\n",
-              o.samples + kListPage, o.experiments + o.samples + kListPage,
-              static_cast<long long>(o.records), kListPage);
+  std::printf(
+      "store: small = 2 real experiments + %d submitted and cancelled; grown = %d "
+      "experiments, %lld raw record rows; list = a page of %d\n\n",
+      o.samples + kListPage, o.experiments + o.samples + kListPage,
+      static_cast<long long>(o.records), kListPage);
   std::printf("call latency, ms (%d samples each; P8 target: grown p99 within %.0fx of small)\n",
               o.samples, kTargetRatio);
   PrintCalls(small, grown);
   std::printf("\ndaemon restart until serving: small %.0f ms, grown %.0f ms\n", restart_small,
               restart_grown);
-  std::printf("daemon RSS after the calls: small %.1f MiB, grown %.1f MiB\n", rss_small,
-              rss_grown);
-  std::printf("database: small %.1f MiB, grown %.1f MiB; raw records on disk per 1 M chunks: "
-              "%.1f MiB (P9)\n",
-              small_bytes / 1048576.0, grown_bytes / 1048576.0,
-              (grown_bytes - small_bytes) / 1048576.0 / (chunks / 1e6));
+  std::printf("daemon RSS after the calls: small %.1f MiB, grown %.1f MiB\n", rss_small, rss_grown);
+  std::printf(
+      "database: small %.1f MiB, grown %.1f MiB; raw records on disk per 1 M chunks: "
+      "%.1f MiB (P9)\n",
+      small_bytes / 1048576.0, grown_bytes / 1048576.0,
+      (grown_bytes - small_bytes) / 1048576.0 / (chunks / 1e6));
   return 0;
 }
 
