@@ -38,7 +38,9 @@ class SlurmWorkflowTest : public DaemonFixture {
 
   void TearDown() override {
     DaemonFixture::TearDown();
-    if (cluster_ != nullptr) EXPECT_THAT(cluster_->Stop(), IsOk());
+    if (cluster_ != nullptr) {
+      EXPECT_THAT(cluster_->Stop(), IsOk());
+    }
   }
 
   void StartDaemon() {

@@ -27,20 +27,28 @@ void DaemonFixture::TearDown() {
 
 void DaemonFixture::StartDaemon(const std::vector<std::string>& flags,
                                 const std::vector<std::string>& env) {
+  ASSERT_TRUE(StartDaemonThatMayDie(flags, env)) << "servelabd exited before serving";
+}
+
+bool DaemonFixture::StartDaemonThatMayDie(const std::vector<std::string>& flags,
+                                          const std::vector<std::string>& env) {
   unlink((state_dir_ + "/servelabd.addr").c_str());
   std::vector<std::string> argv = {BinPath("servelabd"), "--state-dir", state_dir_,
                                    "--metrics-listen", "127.0.0.1:0"};
   argv.insert(argv.end(), flags.begin(), flags.end());
   daemon_ = std::make_unique<testing::Process>(
       argv, dir_.File(absl::StrCat("servelabd", ++starts_)), env);
-  ASSERT_TRUE(testing::WaitFor([&] { return testing::FileExists(state_dir_ + "/servelabd.addr"); },
-                               absl::Seconds(30)))
+  const std::string addr_file = state_dir_ + "/servelabd.addr";
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return testing::FileExists(addr_file) || !daemon_->Running(); }, absl::Seconds(30)))
       << testing::ReadFile(dir_.File(absl::StrCat("servelabd", starts_, ".err")));
+  if (!testing::FileExists(addr_file)) return false;
   addr_ =
       std::string(absl::StripAsciiWhitespace(testing::ReadFile(state_dir_ + "/servelabd.addr")));
   std::string metrics = std::string(
       absl::StripAsciiWhitespace(testing::ReadFile(state_dir_ + "/servelabd.metrics.addr")));
-  ASSERT_TRUE(absl::SimpleAtoi(metrics.substr(metrics.rfind(':') + 1), &metrics_port_)) << metrics;
+  EXPECT_TRUE(absl::SimpleAtoi(metrics.substr(metrics.rfind(':') + 1), &metrics_port_)) << metrics;
+  return true;
 }
 
 void DaemonFixture::StopDaemon() {

@@ -34,6 +34,11 @@ class DaemonFixture : public ::testing::Test {
   // servelabd --state-dir S --metrics-listen 127.0.0.1:0 FLAGS...; waits for
   // its address file. `env`: NAME=VALUE entries added to its environment.
   void StartDaemon(const std::vector<std::string>& flags, const std::vector<std::string>& env = {});
+  // The same for a daemon that may die on purpose before it serves (a crash
+  // point hit by the lane, which starts before the address is written):
+  // false, without a failure, when it exited first.
+  bool StartDaemonThatMayDie(const std::vector<std::string>& flags,
+                             const std::vector<std::string>& env);
   void StopDaemon();
   // SIGKILL, as a crash.
   void KillDaemon();
