@@ -32,7 +32,8 @@ namespace fs = std::filesystem;
 constexpr char kAddressHelp[] =
     "Address: --addr, else $SERVELAB_ADDR, else unix:$SERVELAB_STATE_DIR/servelab.sock when\n"
     "SERVELAB_STATE_DIR is set, else unix:./.state/servelab.sock. Forms: unix:PATH,\n"
-    "tcp:HOST:PORT (servelabd writes its bound address to STATE_DIR/servelabd.addr).\n";
+    "tcp:HOST:PORT (servelabd writes its bound address to STATE_DIR/servelabd.addr).\n"
+    "TLS: --tls-ca FILE, else $SERVELAB_TLS_CA, names the CA of servelabd's --tls-cert.\n";
 
 // One progress line redrawn in place on a terminal; a change of stage or
 // state keeps the previous line, so the history stays on screen. Inactive
@@ -84,6 +85,8 @@ class Cli {
 
   std::string address;
   std::string output = "text";
+  // PEM of the CA that signed servelabd's --tls-cert; empty: plain text.
+  std::string tls_ca_pem;
 
   int Submit(const SubmitArgs& args, bool validate_only) {
     v1::SubmitExperimentRequest request;
@@ -316,8 +319,10 @@ class Cli {
 
   v1::ServeLab::Stub& Stub() {
     if (stub_ == nullptr) {
-      stub_ = v1::ServeLab::NewStub(
-          grpc::CreateChannel(GrpcTarget(address), grpc::InsecureChannelCredentials()));
+      std::shared_ptr<grpc::ChannelCredentials> credentials =
+          tls_ca_pem.empty() ? grpc::InsecureChannelCredentials()
+                             : grpc::SslCredentials({.pem_root_certs = tls_ca_pem});
+      stub_ = v1::ServeLab::NewStub(grpc::CreateChannel(GrpcTarget(address), credentials));
     }
     return *stub_;
   }
@@ -574,6 +579,8 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.require_subcommand(1);
   app.fallthrough();
   app.add_option("--addr", cli.address, "Daemon address (see below)");
+  std::string tls_ca;
+  app.add_option("--tls-ca", tls_ca, "PEM CA certificate: talk TLS to a servelabd with --tls-cert");
   app.add_option("-o,--output", cli.output, "Output format: text (default) or json")
       ->check(CLI::IsMember({"text", "json"}));
 
@@ -594,6 +601,19 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return code == 0 ? kExitOk : kExitUsage;
   }
   if (cli.address.empty()) cli.address = DefaultAddress();
+  if (const char* env = std::getenv("SERVELAB_TLS_CA"); tls_ca.empty() && env != nullptr) {
+    tls_ca = env;
+  }
+  if (!tls_ca.empty()) {
+    std::ifstream in(tls_ca, std::ios::binary);
+    std::stringstream pem;
+    pem << in.rdbuf();
+    if (!in.good() || pem.str().find("-----BEGIN ") == std::string::npos) {
+      err << "error: usage: --tls-ca " << tls_ca << ": not a readable PEM file\n";
+      return kExitUsage;
+    }
+    cli.tls_ca_pem = pem.str();
+  }
   return run ? run() : kExitUsage;
 }
 

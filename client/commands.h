@@ -6,7 +6,7 @@
 // The CLI does no spec validation of its own: it sends the file's text and
 // the daemon parses, validates and names the field at fault. Errors are
 // printed to `err` as `error: <GRPC_CODE>: <message>`; the return value is
-// an exit code from exit_codes.h. Environment: SERVELAB_ADDR,
+// an exit code from exit_codes.h. Environment: SERVELAB_ADDR, SERVELAB_TLS_CA,
 // SERVELAB_STATE_DIR. Not thread-safe (reads the environment and the cwd).
 #ifndef SERVELAB_CLIENT_COMMANDS_H_
 #define SERVELAB_CLIENT_COMMANDS_H_

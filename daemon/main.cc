@@ -31,6 +31,10 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "Serve Prometheus /metrics on HOST:PORT (default: off)");
   app.add_flag("--allow-remote", flags.daemon.allow_remote,
                "Allow non-loopback TCP hosts in --listen and --metrics-listen");
+  app.add_option("--tls-cert", flags.daemon.tls_cert,
+                 "PEM certificate (chain): serve gRPC over TLS on a tcp: --listen; required, with "
+                 "--tls-key, for a non-loopback host");
+  app.add_option("--tls-key", flags.daemon.tls_key, "PEM private key of --tls-cert");
   app.add_option("--sim-binary", flags.daemon.sim_binary,
                  "servelab-sim binary for engine: sim (default: the one beside servelabd)");
   app.add_option("--sim-time-scale", flags.daemon.sim_time_scale,

@@ -19,7 +19,7 @@ PACKAGES=(
   libsqlite3-dev libssl-dev libboost-dev libyaml-cpp-dev libcli11-dev
   libgtest-dev libgmock-dev curl sqlite3 clang-format git prometheus
   python3-grpcio python3-protobuf systemd
-  chromium fonts-liberation zlib1g-dev slurm-wlm munge
+  chromium fonts-liberation zlib1g-dev slurm-wlm munge openssl util-linux
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -3,6 +3,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/server_posix.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "daemon/load/loadgen_driver.h"
 #include "daemon/service/logging.h"
 #include "daemon/service/metrics.h"
+#include "daemon/service/peer_checked_listener.h"
 #include "daemon/service/serve_lab_service.h"
 #include "daemon/service/state_dir_lock.h"
 #include "storage/sqlite_store.h"
@@ -67,6 +69,43 @@ absl::Status RemoveStaleSocket(const std::string& path) {
   return absl::OkStatus();
 }
 
+// A readable regular file's content, or INVALID_ARGUMENT naming the flag.
+absl::StatusOr<std::string> ReadPem(const char* flag, const std::string& path) {
+  std::error_code error;
+  if (!fs::is_regular_file(path, error)) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": not a readable file"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": cannot read"));
+  }
+  if (content.find("-----BEGIN ") == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": not a PEM file"));
+  }
+  return content;
+}
+
+// TLS only on TCP, both files or neither, and never plain text off the host
+// (docs/design.md §13).
+absl::Status CheckTransportSecurity(const DaemonOptions& options, const ListenAddress& listen) {
+  const bool tls = !options.tls_cert.empty() || !options.tls_key.empty();
+  if (tls && (options.tls_cert.empty() || options.tls_key.empty())) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  if (tls && listen.kind != ListenAddress::Kind::kTcp) {
+    return absl::InvalidArgumentError(
+        "--tls-cert applies to a tcp: --listen; the unix socket is owner-only instead");
+  }
+  if (!tls && listen.kind == ListenAddress::Kind::kTcp && !IsLoopbackHost(listen.host)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "--listen ", listen.ToString(),
+        " is not loopback: it needs --tls-cert and --tls-key (plain text is never served "
+        "to the network)"));
+  }
+  return absl::OkStatus();
+}
+
 void InitGrpcOnce() {
   static bool done = [] {
     grpc::EnableDefaultHealthCheckService(true);
@@ -102,9 +141,17 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& opti
   if (listen.kind == ListenAddress::Kind::kUnix) {
     listen.path = fs::absolute(listen.path).lexically_normal().string();
   }
+  SERVELAB_RETURN_IF_ERROR(CheckTransportSecurity(options, listen));
+  std::string tls_cert_pem, tls_key_pem;
+  if (!options.tls_cert.empty()) {
+    SERVELAB_ASSIGN_OR_RETURN(tls_cert_pem, ReadPem("--tls-cert", options.tls_cert));
+    SERVELAB_ASSIGN_OR_RETURN(tls_key_pem, ReadPem("--tls-key", options.tls_key));
+  }
 
   SERVELAB_RETURN_IF_ERROR(MakeStateDir(state_dir));
   auto daemon = std::unique_ptr<Daemon>(new Daemon(options, state_dir, std::move(listen)));
+  daemon->tls_cert_pem_ = std::move(tls_cert_pem);
+  daemon->tls_key_pem_ = std::move(tls_key_pem);
   SERVELAB_ASSIGN_OR_RETURN(daemon->lock_,
                             StateDirLock::Acquire(absl::StrCat(state_dir, "/servelabd.lock")));
   std::string db_path = absl::StrCat(state_dir, "/servelab.db");
@@ -165,7 +212,12 @@ absl::Status Daemon::Start() {
   }
   grpc::ServerBuilder builder;
   int selected_port = 0;
-  builder.AddListeningPort(listen_.grpc_uri(), grpc::InsecureServerCredentials(), &selected_port);
+  // A unix socket is accepted by PeerCheckedListener, which hands gRPC only
+  // the connections of the daemon's own user; TCP is gRPC's own port.
+  const bool unix_socket = listen_.kind == ListenAddress::Kind::kUnix;
+  if (!unix_socket) {
+    builder.AddListeningPort(listen_.grpc_uri(), ServerCredentials(), &selected_port);
+  }
   builder.RegisterService(service_.get());
   // An import carries a whole benchmark run's records (2,000 requests of
   // 1,000 streamed chunks are ~16 MiB); gRPC's default limit is 4 MiB.
@@ -173,23 +225,22 @@ absl::Status Daemon::Start() {
   // gRPC sets SO_REUSEPORT by default: a second daemon on the same port would
   // then share it silently, and clients would reach either one.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  // The socket is created by bind(); a tight umask closes the window before
-  // the chmod below.
-  mode_t old_umask = umask(0077);
   server_ = builder.BuildAndStart();
-  umask(old_umask);
-  if (server_ == nullptr || selected_port == 0) {
+  if (server_ == nullptr || (!unix_socket && selected_port == 0)) {
     server_.reset();
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", listen_.ToString(),
                      " (address in use, or not bindable; see the log above)"));
   }
   ListenAddress bound = listen_;
-  if (bound.kind == ListenAddress::Kind::kUnix) {
-    if (chmod(bound.path.c_str(), 0600) != 0) {
-      return absl::InternalError(
-          absl::StrCat("cannot chmod 0600 ", bound.path, ": ", strerror(errno)));
-    }
+  if (unix_socket) {
+    // The daemon's user, and root, who can reach the daemon's memory anyway
+    // (the systemd unit's health check runs as root).
+    SERVELAB_ASSIGN_OR_RETURN(
+        unix_listener_,
+        PeerCheckedListener::Create(listen_.path, {geteuid(), 0}, [server = server_.get()](int fd) {
+          grpc::AddInsecureChannelFromFd(server, fd);
+        }));
   } else {
     bound.port = selected_port;
   }
@@ -218,6 +269,13 @@ absl::Status Daemon::Start() {
   return absl::OkStatus();
 }
 
+std::shared_ptr<grpc::ServerCredentials> Daemon::ServerCredentials() const {
+  if (tls_cert_pem_.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({tls_key_pem_, tls_cert_pem_});
+  return grpc::SslServerCredentials(ssl);
+}
+
 void Daemon::Shutdown(absl::Duration grace) {
   if (server_ != nullptr) {
     Logger("daemon")->info("shutting down (grace {})", absl::FormatDuration(grace));
@@ -228,6 +286,7 @@ void Daemon::Shutdown(absl::Duration grace) {
     }
     service_->SetServing(false);
     service_->EndWatches();
+    unix_listener_.reset();  // no new connection reaches a stopping server
     server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
     server_->Wait();
     server_.reset();

@@ -16,7 +16,8 @@
 //   servelabd.metrics.addr   "HOST:PORT" of /metrics, when enabled
 //
 // Errors from Create/Start: INVALID_ARGUMENT / PERMISSION_DENIED for a bad or
-// non-loopback address, FAILED_PRECONDITION when another daemon owns the
+// non-loopback address (a non-loopback one also needs TLS), or a missing or
+// non-PEM TLS file; FAILED_PRECONDITION when another daemon owns the
 // directory (naming its pid), UNAVAILABLE when an address cannot be bound,
 // and whatever opening the store returns.
 //
@@ -46,11 +47,13 @@ namespace grpc {
 class Channel;
 class HealthCheckServiceInterface;
 class Server;
+class ServerCredentials;
 }  // namespace grpc
 
 namespace servelab::service {
 
 class Metrics;
+class PeerCheckedListener;
 class ServeLabService;
 class StateDirLock;
 
@@ -62,6 +65,10 @@ struct DaemonOptions {
   std::string metrics_listen;
   // Allow non-loopback TCP hosts for both addresses.
   bool allow_remote = false;
+  // PEM files: serve gRPC over TLS (tcp: addresses only). A non-loopback
+  // --listen requires them: plain text is never served to the network.
+  std::string tls_cert;
+  std::string tls_key;
   // The simulated engine: its binary (empty: servelab-sim beside servelabd)
   // and the factor applied to every modelled duration.
   std::string sim_binary;
@@ -110,6 +117,8 @@ class Daemon {
 
  private:
   Daemon(DaemonOptions options, std::string state_dir, ListenAddress listen);
+  // TLS from --tls-cert/--tls-key, else plain text (loopback only).
+  std::shared_ptr<grpc::ServerCredentials> ServerCredentials() const;
   // The stage runner lost a ledger write: NOT_SERVING from now on.
   void OnLatchedError(const absl::Status& error);
 
@@ -117,6 +126,9 @@ class Daemon {
   const DaemonOptions options_;
   const std::string state_dir_;  // Absolute.
   const ListenAddress listen_;
+  // PEM contents of --tls-cert / --tls-key, read at Create; empty: plain text.
+  std::string tls_cert_pem_;
+  std::string tls_key_pem_;
   std::string bound_address_;
 
   // Owned, in start order; Shutdown releases them in reverse.
@@ -132,6 +144,9 @@ class Daemon {
   std::unique_ptr<core::StageRunner> runner_;
   std::unique_ptr<ServeLabService> service_;
   std::unique_ptr<grpc::Server> server_;
+  // The unix socket's acceptor (unix addresses only): gRPC gets only
+  // connections from the daemon's own user.
+  std::unique_ptr<PeerCheckedListener> unix_listener_;
 
   // Set while the server runs; the runner's threads report through it.
   absl::Mutex health_mu_;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -210,6 +211,74 @@ TEST_F(CliIntegrationTest, LoopbackTcpAndRefusedRemote) {
       {BinPath("servelabd"), "--state-dir", other.path(), "--listen", "tcp:0.0.0.0:0"});
   EXPECT_NE(remote.exit_code, 0);
   EXPECT_THAT(remote.err, HasSubstr("--allow-remote"));
+}
+
+// A self-signed certificate for 127.0.0.1 made with the openssl tool.
+void MakeCertificate(const std::string& cert, const std::string& key) {
+  RunResult r = testing::Run({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                              "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=servelabd",
+                              "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(CliIntegrationTest, TlsOnTcpNeedsTheCaAndRemoteNeedsTls) {
+  const std::string cert = dir_.File("cert.pem"), key = dir_.File("key.pem");
+  ASSERT_NO_FATAL_FAILURE(MakeCertificate(cert, key));
+  auto daemon = StartDaemon({"--listen", "tcp:127.0.0.1:0", "--tls-cert", cert, "--tls-key", key});
+  EXPECT_EQ(Cli({"--tls-ca", cert, "list"}).exit_code, 0);
+  RunResult from_env =
+      testing::Run({BinPath("servelab"), "--addr", addr_, "list"}, {"SERVELAB_TLS_CA=" + cert});
+  EXPECT_EQ(from_env.exit_code, 0) << from_env.err;
+  // Plain text gets no answer from a TLS port.
+  RunResult plain = Cli({"list"});
+  EXPECT_EQ(plain.exit_code, kExitUnavailable);
+  RunResult no_ca = Cli({"--tls-ca", dir_.File("missing.pem"), "list"});
+  EXPECT_EQ(no_ca.exit_code, kExitUsage);
+  EXPECT_THAT(no_ca.err, HasSubstr("--tls-ca"));
+
+  // Off the host, TLS is required even with --allow-remote; a refused start
+  // leaves no state dir behind.
+  testing::TempDir other;
+  const std::string other_state = other.File("state");
+  RunResult remote = testing::Run({BinPath("servelabd"), "--state-dir", other_state, "--listen",
+                                   "tcp:0.0.0.0:0", "--allow-remote"});
+  EXPECT_NE(remote.exit_code, 0);
+  EXPECT_THAT(remote.err, HasSubstr("--tls-cert"));
+  RunResult half = testing::Run({BinPath("servelabd"), "--state-dir", other_state, "--listen",
+                                 "tcp:127.0.0.1:0", "--tls-cert", cert});
+  EXPECT_NE(half.exit_code, 0);
+  EXPECT_THAT(half.err, HasSubstr("--tls-key"));
+  RunResult not_pem =
+      testing::Run({BinPath("servelabd"), "--state-dir", other_state, "--listen", "tcp:127.0.0.1:0",
+                    "--tls-cert", cert, "--tls-key", Example("16k-nocache.yaml")});
+  EXPECT_NE(not_pem.exit_code, 0);
+  EXPECT_THAT(not_pem.err, HasSubstr("not a PEM file"));
+  RunResult on_unix = testing::Run(
+      {BinPath("servelabd"), "--state-dir", other_state, "--tls-cert", cert, "--tls-key", key});
+  EXPECT_NE(on_unix.exit_code, 0);
+  EXPECT_THAT(on_unix.err, HasSubstr("tcp:"));
+  EXPECT_FALSE(testing::FileExists(other_state));
+}
+
+// The socket's mode is loosened by hand; a client running as another user
+// still gets no answer, and nothing it sent is stored.
+TEST_F(CliIntegrationTest, AnotherUserIsRefusedOnTheSocket) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run the CLI as another user (setpriv)";
+  if (!testing::FileExists("/usr/bin/setpriv")) GTEST_SKIP() << "setpriv (util-linux) missing";
+  auto daemon = StartDaemon();
+  // The temp dirs are owner-only; let uid 65534 reach the socket and the spec.
+  for (const std::string& path : {dir_.path(), state_dir_}) chmod(path.c_str(), 0711);
+  chmod((state_dir_ + "/servelab.sock").c_str(), 0666);
+  const std::string spec = dir_.File("spec.yaml");
+  testing::WriteFile(spec, ReadFile(Example("16k-nocache.yaml")));
+  chmod(spec.c_str(), 0644);
+  RunResult other =
+      testing::Run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                    BinPath("servelab"), "--addr", addr_, "submit", "-f", spec});
+  EXPECT_EQ(other.exit_code, kExitUnavailable) << other.out << other.err;
+  EXPECT_THAT(ListJson(), Not(HasSubstr("exp-")));
+  // The daemon's own user is still served.
+  EXPECT_EQ(Cli({"list"}).exit_code, 0);
 }
 
 TEST_F(CliIntegrationTest, MetricsEndpoint) {
