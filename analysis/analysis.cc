@@ -278,6 +278,10 @@ absl::StatusOr<v1::Result> Analyze(const std::vector<v1::RequestRecord>& records
   result.mutable_steady()->set_steady_min_inflight(threshold);
 
   AddClientStats(selected, result);
+  // vLLM's toy proxy relays decode's usage untouched (vllm-ascend's
+  // load-balance proxy writes prefill's count in; sgl-router's decode takes it
+  // from prefill's bootstrap). docs/design.md §9.
+  result.set_cached_tokens_from_decode(spec.deployment().engine() == v1::ENGINE_VLLM);
   return result;
 }
 

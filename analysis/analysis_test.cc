@@ -197,6 +197,27 @@ TEST(AnalyzeTest, CachedTokensNotReportedIsNotZero) {
   EXPECT_NEAR(one->prefix_cache_hit_ratio(), 5.0 / 30, kEps);
 }
 
+// Behind vLLM's toy proxy the client sees decode's usage, whose cached
+// tokens are the KV it loaded from prefill: flagged, and said in the report.
+TEST(AnalyzeTest, DecodesCachedTokensBehindVllmsProxyAreFlagged) {
+  absl::StatusOr<v1::Result> sim = Analyze(GoldenRecords(), GoldenSpec());
+  ASSERT_THAT(sim, IsOk());
+  EXPECT_FALSE(sim->cached_tokens_from_decode());
+  for (v1::Engine engine : {v1::ENGINE_VLLM_ASCEND, v1::ENGINE_SGLANG}) {
+    v1::ExperimentSpec spec = GoldenSpec();
+    spec.mutable_deployment()->set_engine(engine);
+    absl::StatusOr<v1::Result> r = Analyze(GoldenRecords(), spec);
+    ASSERT_THAT(r, IsOk());
+    EXPECT_FALSE(r->cached_tokens_from_decode()) << v1::Engine_Name(engine);
+  }
+  v1::ExperimentSpec vllm = GoldenSpec();
+  vllm.mutable_deployment()->set_engine(v1::ENGINE_VLLM);
+  absl::StatusOr<v1::Result> r = Analyze(GoldenRecords(), vllm);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_TRUE(r->cached_tokens_from_decode());
+  EXPECT_THAT(FormatResult(*r), HasSubstr("decode's count"));
+}
+
 TEST(AnalyzeTest, SteadyFractionLowersThreshold) {
   v1::ExperimentSpec spec = GoldenSpec();
   spec.mutable_analysis()->set_steady_min_inflight_fraction(0.5);  // T = 1.

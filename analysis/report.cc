@@ -72,8 +72,12 @@ std::string FormatResult(const v1::Result& r) {
     out += "\n";
   }
   out += r.cached_tokens_reported()
-             ? absl::StrFormat("Prefix-cache hit ratio (client, from usage): %.4f\n",
-                               r.prefix_cache_hit_ratio())
+             ? absl::StrFormat("Prefix-cache hit ratio (client, from usage): %.4f%s\n",
+                               r.prefix_cache_hit_ratio(),
+                               r.cached_tokens_from_decode()
+                                   ? " (decode's count: the KV it loaded from prefill, not "
+                                     "prefix hits)"
+                                   : "")
              : std::string(
                    "Prefix-cache hit ratio (client, from usage): not reported (the server "
                    "sent no cached_tokens)\n");

@@ -176,6 +176,23 @@ std::string DecisionText(const v1::Decision& d) {
                          d.baseline_experiment_id());
 }
 
+// The prefix-cache hit ratio from prefill's counters (the formal load's
+// achieved_hit_ratio), and the client's own figure unless it is decode's.
+void AppendPrefixCache(const v1::Experiment& e, std::string& out) {
+  for (const v1::Stage& stage : e.stages()) {
+    auto it = stage.counters().find("achieved_hit_ratio");
+    if (stage.name() == v1::STAGE_FORMAL_LOAD && it != stage.counters().end()) {
+      absl::StrAppend(
+          &out, absl::StrFormat("  prefix cache: %.4f hit ratio (prefill's counters)", it->second));
+      const v1::Result& r = e.result();
+      if (r.cached_tokens_reported() && !r.cached_tokens_from_decode()) {
+        absl::StrAppend(&out, absl::StrFormat(", %.4f (client usage)", r.prefix_cache_hit_ratio()));
+      }
+      absl::StrAppend(&out, "\n");
+    }
+  }
+}
+
 // Throughput per window and the decision against the baseline.
 void AppendResult(const v1::Experiment& e, std::string& out) {
   if (e.has_result() && e.result().has_whole()) {
@@ -194,6 +211,7 @@ void AppendResult(const v1::Experiment& e, std::string& out) {
                                 e.spec().analysis().decision().metric(), run.value(),
                                 run.requests_completed(), run.requests_failed()));
     }
+    AppendPrefixCache(e, out);
     if (e.result().has_decision() && e.result().decision().verdict() != v1::VERDICT_UNSPECIFIED) {
       absl::StrAppend(&out, "  decision: ", DecisionText(e.result().decision()), "\n");
     }

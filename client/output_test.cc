@@ -156,6 +156,27 @@ TEST(FormatExperimentTest, DecisionShowsTheVerdictWord) {
   EXPECT_THAT(FormatExperiment(e, absl::FromUnixSeconds(1012)), Not(HasSubstr("decision:")));
 }
 
+// The hit ratio comes from prefill's counters; the client's figure is shown
+// beside it only when it is not decode's count.
+TEST(FormatExperimentTest, PrefixCacheHitRatioIsPrefillsAndTheClientsOnlyWhenMeaningful) {
+  v1::Experiment e = DeltaExperiment();
+  e.mutable_result()->mutable_whole()->set_output_tokens_per_second_per_device(91);
+  v1::Stage* formal = e.add_stages();
+  formal->set_name(v1::STAGE_FORMAL_LOAD);
+  formal->set_status(v1::STAGE_STATUS_SUCCEEDED);
+  (*formal->mutable_counters())["achieved_hit_ratio"] = 0.9;
+  e.mutable_result()->set_cached_tokens_reported(true);
+  e.mutable_result()->set_prefix_cache_hit_ratio(0.8987);
+  EXPECT_THAT(
+      FormatExperiment(e, absl::FromUnixSeconds(1012)),
+      HasSubstr("prefix cache: 0.9000 hit ratio (prefill's counters), 0.8987 (client usage)"));
+  e.mutable_result()->set_cached_tokens_from_decode(true);
+  e.mutable_result()->set_prefix_cache_hit_ratio(0.9995);
+  std::string text = FormatExperiment(e, absl::FromUnixSeconds(1012));
+  EXPECT_THAT(text, HasSubstr("prefix cache: 0.9000 hit ratio (prefill's counters)\n"));
+  EXPECT_THAT(text, Not(HasSubstr("0.9995")));
+}
+
 TEST(FormatComparisonTest, ShowsEachDifferingFieldAndTheResults) {
   v1::Experiment a;
   a.set_id("exp-1");

@@ -427,7 +427,9 @@ awaitable<error_code> LoadRunner::Impl::ReadBody(Connection& conn,
       StreamChunk c = ParseStreamChunk(data, options_.api);
       if (c.done) stream.saw_done = true;
       if (!c.error.empty() && stream.stream_error.empty()) stream.stream_error = c.error;
-      if (c.has_tokens) {
+      const bool new_tokens =
+          c.has_tokens || (c.counts_are_cumulative && c.completion_tokens > r.completion_tokens());
+      if (new_tokens) {
         if (r.first_token_ns() == 0) r.set_first_token_ns(now);
         r.add_chunk_ns(now);
       }

@@ -163,7 +163,9 @@ v1::ExperimentSpec SpecFromFlags(const Flags& f) {
                                          : v1::ARRIVAL_POISSON);
   w->set_burstiness(f.burstiness);
   w->set_cache_prep(f.no_cache_seed ? v1::CACHE_PREP_RESET : v1::CACHE_PREP_AUTO);
-  w->set_api(f.api == "chat" ? v1::API_CHAT_COMPLETIONS : v1::API_COMPLETIONS);
+  w->set_api(f.api == "chat"       ? v1::API_CHAT_COMPLETIONS
+             : f.api == "generate" ? v1::API_GENERATE
+                                   : v1::API_COMPLETIONS);
   spec.mutable_analysis()->set_device_count(f.device_count);
   spec.mutable_analysis()->set_steady_min_inflight_fraction(f.steady_fraction);
   return spec;
@@ -261,7 +263,7 @@ int Main(int argc, char** argv) {
   app.add_option("--burstiness", f.burstiness, "Gamma shape (1 = poisson; < 1 burstier)");
   app.add_option("--input-tokens", f.input_tokens, "Prompt length in tokens");
   app.add_option("--input-range", f.input_range, "Prompt length spread: uniform +/- this");
-  app.add_option("--output-tokens", f.output_tokens, "Output length (max_tokens = min_tokens)");
+  app.add_option("--output-tokens", f.output_tokens, "Output length (max_tokens, with ignore_eos)");
   app.add_option("--output-range", f.output_range, "Output length spread: uniform +/- this");
   app.add_option("--prefix-ratio", f.prefix_ratio,
                  "Target per-request prefix-cache hit ratio [0, 1)");
@@ -274,7 +276,10 @@ int Main(int argc, char** argv) {
                  "Steady window: in flight >= this fraction of C (default 1)");
   app.add_option("--out", f.out, "Record file: FILE.sqlite or FILE.jsonl (must not exist)");
   app.add_option("-o,--output", f.format, "Report format")->check(CLI::IsMember({"text", "json"}));
-  app.add_option("--api", f.api, "Endpoint")->check(CLI::IsMember({"completions", "chat"}));
+  app.add_option("--api", f.api,
+                 "Endpoint: completions (/v1/completions), chat (/v1/chat/completions) or "
+                 "generate (SGLang's /generate with input_ids)")
+      ->check(CLI::IsMember({"completions", "chat", "generate"}));
   app.add_option("--model", f.model, "Model name (default: the first the server lists)");
   app.add_option("--timeout", f.timeout_seconds, "Per-request timeout, seconds");
   app.add_option("--load-tag", f.load_tag, "Value of the x-servelab-load header");

@@ -44,14 +44,51 @@ absl::StatusOr<Endpoint> ParseEndpoint(absl::string_view url) {
 }
 
 std::string RequestPath(const Endpoint& endpoint, v1::Api api) {
-  return absl::StrCat(endpoint.base_path,
-                      api == v1::API_CHAT_COMPLETIONS ? "/v1/chat/completions" : "/v1/completions");
+  const char* path = api == v1::API_CHAT_COMPLETIONS ? "/v1/chat/completions"
+                     : api == v1::API_GENERATE       ? "/generate"
+                                                     : "/v1/completions";
+  return absl::StrCat(endpoint.base_path, path);
 }
 
 std::string JsonQuote(absl::string_view s) { return servelab::JsonQuote(s); }
 
+namespace {
+
+void AppendTokenIds(const std::vector<int32_t>& ids, std::string& body) {
+  body.push_back('[');
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) body.push_back(',');
+    absl::StrAppend(&body, ids[i]);
+  }
+  body.push_back(']');
+}
+
+// SGLang's /generate (see request.h). ignore_eos fixes the length at
+// max_new_tokens (schedule_batch.py check_finished).
+std::string RenderGenerateBody(const Prompt& prompt, absl::string_view load_tag,
+                               absl::string_view request_id) {
+  std::string body;
+  body.reserve(prompt.token_ids.size() * 7 + prompt.text.size() + 256);
+  if (prompt.token_ids.empty()) {
+    absl::StrAppend(&body, "{\"text\":", JsonQuote(prompt.text));
+  } else {
+    body += "{\"input_ids\":";
+    AppendTokenIds(prompt.token_ids, body);
+  }
+  absl::StrAppend(&body, ",\"sampling_params\":{\"max_new_tokens\":", prompt.output_tokens,
+                  ",\"ignore_eos\":true},\"stream\":true");
+  if (!load_tag.empty()) {
+    absl::StrAppend(&body, ",\"rid\":", JsonQuote(absl::StrCat(load_tag, "#", request_id)));
+  }
+  body.push_back('}');
+  return body;
+}
+
+}  // namespace
+
 std::string RenderBody(v1::Api api, absl::string_view model, const Prompt& prompt,
-                       absl::string_view load_tag) {
+                       absl::string_view load_tag, absl::string_view request_id) {
+  if (api == v1::API_GENERATE) return RenderGenerateBody(prompt, load_tag, request_id);
   std::string body;
   body.reserve(prompt.token_ids.size() * 7 + prompt.text.size() + 256);
   absl::StrAppend(&body, "{\"model\":", JsonQuote(model));
@@ -65,16 +102,15 @@ std::string RenderBody(v1::Api api, absl::string_view model, const Prompt& promp
   } else if (prompt.token_ids.empty()) {
     absl::StrAppend(&body, ",\"prompt\":", JsonQuote(prompt.text));
   } else {
-    body += ",\"prompt\":[";
-    for (size_t i = 0; i < prompt.token_ids.size(); ++i) {
-      if (i > 0) body.push_back(',');
-      absl::StrAppend(&body, prompt.token_ids[i]);
-    }
-    body.push_back(']');
+    body += ",\"prompt\":";
+    AppendTokenIds(prompt.token_ids, body);
   }
   if (!load_tag.empty()) absl::StrAppend(&body, ",\"user\":", JsonQuote(load_tag));
+  // No min_tokens: ignore_eos already fixes the length, and a P/D proxy that
+  // cuts the prefill leg to max_tokens 1 without touching min_tokens gets a
+  // 400 from vLLM (vllm-ascend's load_balance_proxy_server_example.py at
+  // 93dbfa65; vLLM SamplingParams._verify_args). docs/design.md §10.
   absl::StrAppend(&body, ",\"max_tokens\":", prompt.output_tokens,
-                  ",\"min_tokens\":", prompt.output_tokens,
                   ",\"ignore_eos\":true,\"stream\":true,"
                   "\"stream_options\":{\"include_usage\":true}}");
   return body;
@@ -83,7 +119,7 @@ std::string RenderBody(v1::Api api, absl::string_view model, const Prompt& promp
 std::string RenderHttpRequest(const Endpoint& endpoint, v1::Api api, absl::string_view model,
                               const Prompt& prompt, absl::string_view load_tag,
                               absl::string_view request_id) {
-  std::string body = RenderBody(api, model, prompt, load_tag);
+  std::string body = RenderBody(api, model, prompt, load_tag, request_id);
   std::string head =
       absl::StrCat("POST ", RequestPath(endpoint, api), " HTTP/1.1\r\nHost: ", endpoint.authority(),
                    "\r\nContent-Type: application/json\r\n"

@@ -29,12 +29,12 @@ TEST(EndpointTest, Parses) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("port")));
 }
 
-TEST(RenderTest, CompletionsBodyAsksForExactOutput) {
+TEST(RenderTest, CompletionsBodyAsksForExactOutputWithoutMinTokens) {
   Prompt p;
   p.token_ids = {101, 102};
   p.output_tokens = 3;
   EXPECT_EQ(RenderBody(v1::API_COMPLETIONS, "m", p),
-            R"({"model":"m","prompt":[101,102],"max_tokens":3,"min_tokens":3,"ignore_eos":true,)"
+            R"({"model":"m","prompt":[101,102],"max_tokens":3,"ignore_eos":true,)"
             R"("stream":true,"stream_options":{"include_usage":true}})");
 }
 
@@ -48,6 +48,27 @@ TEST(RenderTest, ChatBodyHasOneWordPerToken) {
   text.text = "say \"hi\"\n";
   text.output_tokens = 1;
   EXPECT_THAT(RenderBody(v1::API_COMPLETIONS, "m", text), HasSubstr(R"("prompt":"say \"hi\"\n")"));
+}
+
+// SGLang's /generate: token ids as input_ids, the length in sampling_params,
+// the load tag in rid (sgl-router keeps no other free field), no model.
+TEST(RenderTest, GenerateBodyIsSglangsNativeShape) {
+  Endpoint ep = *ParseEndpoint("http://h:1/base");
+  Prompt p;
+  p.token_ids = {101, 102};
+  p.output_tokens = 3;
+  EXPECT_EQ(RenderBody(v1::API_GENERATE, "m", p, "exp-1/formal/1", "exp-1/4/1/7"),
+            R"({"input_ids":[101,102],"sampling_params":{"max_new_tokens":3,"ignore_eos":true},)"
+            R"("stream":true,"rid":"exp-1/formal/1#exp-1/4/1/7"})");
+  EXPECT_EQ(RequestPath(ep, v1::API_GENERATE), "/base/generate");
+  Prompt text;
+  text.text = "hello";
+  text.output_tokens = 2;
+  EXPECT_EQ(RenderBody(v1::API_GENERATE, "m", text),
+            R"({"text":"hello","sampling_params":{"max_new_tokens":2,"ignore_eos":true},)"
+            R"("stream":true})");
+  EXPECT_THAT(RenderHttpRequest(ep, v1::API_GENERATE, "m", p, "t", "id-1"),
+              HasSubstr(R"("rid":"t#id-1")"));
 }
 
 TEST(RenderTest, HttpRequestHasHeadersAndLength) {

@@ -185,6 +185,24 @@ void ReadChoice(Reader& r, StreamChunk& c, v1::Api api) {
   });
 }
 
+// SGLang's /generate meta_info: running totals, cached_tokens always present.
+void ReadMetaInfo(Reader& r, StreamChunk& c) {
+  if (!r.Peek('{')) return r.SkipValue();
+  c.has_usage = true;
+  c.counts_are_cumulative = true;
+  r.ForEachKey([&](absl::string_view key) {
+    if (key == "prompt_tokens") {
+      c.prompt_tokens = static_cast<int32_t>(r.Int());
+    } else if (key == "completion_tokens") {
+      c.completion_tokens = static_cast<int32_t>(r.Int());
+    } else if (key == "cached_tokens") {
+      c.cached_tokens = static_cast<int32_t>(r.Int());
+    } else {
+      r.SkipValue();
+    }
+  });
+}
+
 void ReadError(Reader& r, StreamChunk& c) {
   if (r.Peek('"')) {
     c.error = std::string(r.String());
@@ -221,6 +239,8 @@ StreamChunk ParseStreamChunk(absl::string_view data, v1::Api api) {
       });
     } else if (key == "usage") {
       ReadUsage(r, c);
+    } else if (key == "meta_info" && api == v1::API_GENERATE) {
+      ReadMetaInfo(r, c);
     } else if (key == "error") {
       ReadError(r, c);
     } else {

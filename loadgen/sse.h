@@ -14,6 +14,13 @@
 // token). Token counts come from the "usage" chunk and are cross-checked
 // with the number of token chunks by the analysis.
 //
+// SGLang's /generate (API_GENERATE) streams `{"text", "output_ids",
+// "meta_info": {"prompt_tokens", "completion_tokens", "cached_tokens", ...}}`
+// with cumulative text and counts (tokenizer_manager.py, unless the server
+// runs --incremental-streaming-output). Every such chunk counts as usage;
+// `counts_are_cumulative` tells the caller that a chunk carries new tokens
+// when its completion_tokens grew.
+//
 // Single-threaded; one parser per response.
 #ifndef SERVELAB_LOADGEN_SSE_H_
 #define SERVELAB_LOADGEN_SSE_H_
@@ -50,6 +57,8 @@ struct StreamChunk {
   int32_t cached_tokens = -1;
   // Non-empty for an error object, or when the chunk is not valid JSON.
   std::string error;
+  // SGLang /generate: the counts are running totals (see above).
+  bool counts_are_cumulative = false;
 };
 
 StreamChunk ParseStreamChunk(absl::string_view data, v1::Api api);

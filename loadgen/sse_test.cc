@@ -46,6 +46,26 @@ TEST(ParseStreamChunkTest, UsageChunk) {
   EXPECT_EQ(c.cached_tokens, 117968);
 }
 
+// SGLang /generate chunks carry running totals in meta_info.
+TEST(ParseStreamChunkTest, GenerateChunkCountsAreCumulative) {
+  StreamChunk c = ParseStreamChunk(
+      R"({"text":" w0 w1","output_ids":[5,6],"meta_info":{"id":"t#1","finish_reason":null,)"
+      R"("prompt_tokens":64,"completion_tokens":2,"cached_tokens":48,"e2e_latency":0.1}})",
+      v1::API_GENERATE);
+  EXPECT_TRUE(c.has_usage);
+  EXPECT_TRUE(c.counts_are_cumulative);
+  EXPECT_FALSE(c.has_tokens);
+  EXPECT_EQ(c.prompt_tokens, 64);
+  EXPECT_EQ(c.completion_tokens, 2);
+  EXPECT_EQ(c.cached_tokens, 48);
+  EXPECT_EQ(c.error, "");
+  // An error inside the stream (http_server.py stream_results).
+  EXPECT_EQ(ParseStreamChunk(R"({"error":{"message":"boom"}})", v1::API_GENERATE).error, "boom");
+  // The same chunk read as a completion is no usage.
+  EXPECT_FALSE(
+      ParseStreamChunk(R"({"meta_info":{"completion_tokens":2}})", v1::API_COMPLETIONS).has_usage);
+}
+
 TEST(ParseStreamChunkTest, ChatRoleChunkIsNotAToken) {
   EXPECT_FALSE(
       ParseStreamChunk(R"({"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]})",

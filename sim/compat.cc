@@ -1,5 +1,6 @@
 #include "sim/compat.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
@@ -86,6 +87,17 @@ bool ReportsCachedTokens(const CompatOptions& o, int64_t cached) {
       return o.enable_cache_report && cached > 0;
   }
   return false;
+}
+
+int64_t DecodeCachedTokens(const CompatOptions& o, int64_t prompt_tokens, int64_t remote_cached,
+                           bool proxy_rewrites, int64_t own_cached) {
+  if (IsVllmFamily(o.compat) && !proxy_rewrites) {
+    // vllm/v1/core/sched/scheduler.py: num_cached_tokens = num_computed_tokens,
+    // which on decode includes the KV loaded from prefill: every prompt token
+    // but the last, which decode computes (vllm-project/vllm#43370).
+    return std::max<int64_t>(prompt_tokens - 1, 0);
+  }
+  return remote_cached >= 0 ? remote_cached : own_cached;
 }
 
 bool NullPromptTokensDetails(const CompatOptions& o) {

@@ -54,6 +54,11 @@ bool ServesFlushCache(const CompatOptions& options);
 bool ServesMetrics(const CompatOptions& options);
 // usage.prompt_tokens_details.cached_tokens is reported for `cached` tokens.
 bool ReportsCachedTokens(const CompatOptions& options, int64_t cached);
+// The cached_tokens a decode instance reports for a request whose KV came from
+// prefill: `remote_cached` is prefill's hit (-1: unknown, then `own_cached`),
+// `proxy_rewrites` says the proxy puts prefill's count in (vllm-ascend's).
+int64_t DecodeCachedTokens(const CompatOptions& options, int64_t prompt_tokens,
+                           int64_t remote_cached, bool proxy_rewrites, int64_t own_cached);
 // A non-streaming body without cached tokens says "prompt_tokens_details":null
 // (pydantic model_dump keeps None fields) instead of leaving the key out.
 bool NullPromptTokensDetails(const CompatOptions& options);

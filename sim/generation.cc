@@ -1,5 +1,6 @@
 #include "sim/generation.h"
 
+#include <algorithm>
 #include <atomic>
 #include <ctime>
 #include <memory>
@@ -16,6 +17,8 @@ constexpr size_t kMaxPendingBytes = 64 * 1024;
 // Precomputed JSON pieces for one request's chunks.
 struct ChunkFormat {
   bool chat = false;
+  // SGLang's /generate: cumulative text, output_ids and meta_info per chunk.
+  bool native = false;
   std::string head;      // `data: {"id":...,"choices":[{"index":0,` for content chunks
   std::string envelope;  // `{"id":...,"model":...` without choices, for usage
 };
@@ -23,6 +26,7 @@ struct ChunkFormat {
 ChunkFormat MakeFormat(const RequestState& r, const std::string& model) {
   ChunkFormat f;
   f.chat = r.request.kind == ApiKind::kChat;
+  f.native = r.request.stream_native;
   std::string id = absl::StrCat(f.chat ? "chatcmpl-" : "cmpl-", "sim", r.id);
   f.envelope = absl::StrCat(
       "{\"id\":\"", id, "\",\"object\":\"", f.chat ? "chat.completion.chunk" : "text_completion",
@@ -43,11 +47,42 @@ void AppendTokenChunk(const ChunkFormat& f, absl::string_view text, const char* 
                   finish == nullptr ? "null" : absl::StrCat("\"", finish, "\""), "}]}\n\n");
 }
 
+// What this instance reports as the request's cached prompt tokens.
+int64_t ReportedCachedTokens(const RequestState& r, const CompatOptions& compat) {
+  int64_t prompt = static_cast<int64_t>(r.request.prompt_tokens.size());
+  return r.request.kv_transferred
+             ? DecodeCachedTokens(compat, prompt, r.request.remote_cached_tokens,
+                                  r.request.always_report_cached_tokens, r.cached_tokens)
+             : r.cached_tokens;
+}
+
+// A token id for output_ids: any stable value will do, the text is what the
+// sim models.
+int64_t NativeTokenId(uint64_t seed, int64_t index) {
+  return static_cast<int64_t>((seed + static_cast<uint64_t>(index) * 7919) % 30000) + 100;
+}
+
+// One /generate answer or stream chunk after `generated` tokens
+// (python/sglang/srt/managers/tokenizer_manager.py _handle_batch_output:
+// cumulative text and output_ids unless --incremental-streaming-output;
+// meta_info always carries the token counts, cached_tokens included).
+std::string NativeJson(const RequestState& r, const CompatOptions& compat, const std::string& text,
+                       const std::string& output_ids, int64_t generated, bool finished) {
+  const std::string id = r.request.rid.empty() ? absl::StrCat("sim", r.id) : r.request.rid;
+  return absl::StrCat(
+      "{\"text\":", JsonQuote(text), ",\"output_ids\":[", output_ids,
+      "],\"meta_info\":{\"id\":", JsonQuote(id), ",\"finish_reason\":",
+      !finished ? std::string("null")
+      : std::string(r.finish_reason) == "stop"
+          ? std::string("{\"type\":\"stop\"}")
+          : absl::StrCat("{\"type\":\"length\",\"length\":", generated, "}"),
+      ",\"prompt_tokens\":", r.request.prompt_tokens.size(), ",\"completion_tokens\":", generated,
+      ",\"cached_tokens\":", std::max<int64_t>(ReportedCachedTokens(r, compat), 0), "}}");
+}
+
 std::string UsageJson(const RequestState& r, const CompatOptions& compat, bool streaming) {
   int64_t prompt = static_cast<int64_t>(r.request.prompt_tokens.size());
-  int64_t cached = r.request.kv_transferred && r.request.remote_cached_tokens >= 0
-                       ? r.request.remote_cached_tokens
-                       : r.cached_tokens;
+  int64_t cached = ReportedCachedTokens(r, compat);
   std::string details;
   if (r.request.always_report_cached_tokens || ReportsCachedTokens(compat, cached)) {
     details = absl::StrCat(",\"prompt_tokens_details\":{\"cached_tokens\":", cached, "}");
@@ -157,7 +192,8 @@ asio::awaitable<bool> StartStream(ClientConn& conn, InstanceModel& instance, Req
 // request already finished as aborted) when the client has gone.
 asio::awaitable<bool> GenerateTokens(ClientConn& conn, InstanceModel& instance, RequestState& r,
                                      asio::steady_timer& timer, const ChunkFormat& format,
-                                     std::string& pending, std::string& full_text) {
+                                     std::string& pending, std::string& full_text,
+                                     std::string& output_ids) {
   const bool stream = r.request.stream;
   const bool drop = r.fault == FaultAction::kDrop;
   const int64_t n = r.output_tokens;
@@ -177,8 +213,18 @@ asio::awaitable<bool> GenerateTokens(ClientConn& conn, InstanceModel& instance, 
     if (drop && i >= r.drop_after_tokens) break;
     std::string text = GeneratedTokenText(r.text_seed, i);
     const char* finish = i == n - 1 ? r.finish_reason : nullptr;
+    if (format.native) {
+      full_text += text;
+      absl::StrAppend(&output_ids, i == 0 ? "" : ",", NativeTokenId(r.text_seed, i));
+    }
     if (stream) {
-      AppendTokenChunk(format, text, finish, pending);
+      if (format.native) {
+        absl::StrAppend(&pending, "data: ",
+                        NativeJson(r, instance.compat(), full_text, output_ids, i + 1, finish),
+                        "\n\n");
+      } else {
+        AppendTokenChunk(format, text, finish, pending);
+      }
       if (i == 0) {
         // The first token always goes out alone: server-side TTFT is the
         // moment it was written.
@@ -188,7 +234,7 @@ asio::awaitable<bool> GenerateTokens(ClientConn& conn, InstanceModel& instance, 
         }
         pending.clear();
       }
-    } else {
+    } else if (!format.native) {
       full_text += text;
     }
     instance.OnToken(r);
@@ -200,12 +246,15 @@ asio::awaitable<bool> GenerateTokens(ClientConn& conn, InstanceModel& instance, 
 // stream, or the whole JSON answer. False when the client has gone.
 asio::awaitable<bool> EndResponse(ClientConn& conn, InstanceModel& instance, const RequestState& r,
                                   const ChunkFormat& format, std::string& pending,
-                                  const std::string& full_text, bool keep_alive) {
+                                  const std::string& full_text, const std::string& output_ids,
+                                  bool keep_alive) {
   if (!r.request.stream) {
-    co_return co_await conn.WriteJson(200, FullResponse(r, instance, full_text, LocalPort(conn)),
-                                      keep_alive);
+    const std::string body =
+        format.native ? NativeJson(r, instance.compat(), full_text, output_ids, r.generated, true)
+                      : FullResponse(r, instance, full_text, LocalPort(conn));
+    co_return co_await conn.WriteJson(200, body, keep_alive);
   }
-  if (r.request.include_usage) {
+  if (r.request.include_usage && !format.native) {
     absl::StrAppend(&pending, "data: ", format.envelope,
                     ",\"choices\":[],\"usage\":", UsageJson(r, instance.compat(), true), "}\n\n");
   }
@@ -252,10 +301,11 @@ asio::awaitable<bool> ServeGeneration(ClientConn& conn, InstanceModel& instance,
   ChunkFormat format = MakeFormat(*r, model);
   std::string pending;
   std::string full_text;
+  std::string output_ids;
   if (stream && !co_await StartStream(conn, instance, *r, format, pending, keep_alive)) {
     co_return false;
   }
-  if (!co_await GenerateTokens(conn, instance, *r, timer, format, pending, full_text)) {
+  if (!co_await GenerateTokens(conn, instance, *r, timer, format, pending, full_text, output_ids)) {
     co_return false;
   }
   if (r->fault == FaultAction::kDrop) {
@@ -264,7 +314,8 @@ asio::awaitable<bool> ServeGeneration(ClientConn& conn, InstanceModel& instance,
     instance.Finish(*r, Outcome::kDropped, 200);
     co_return false;
   }
-  bool ok = co_await EndResponse(conn, instance, *r, format, pending, full_text, keep_alive);
+  bool ok =
+      co_await EndResponse(conn, instance, *r, format, pending, full_text, output_ids, keep_alive);
   std::chrono::nanoseconds lease =
       instance.Finish(*r, ok ? Outcome::kSuccess : Outcome::kAborted, 200);
   if (lease.count() > 0) {

@@ -1,5 +1,7 @@
 #include "sim/request.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "sim/tokens.h"
 
@@ -81,6 +83,54 @@ absl::StatusOr<int64_t> OptionalInt(const JsonValue& obj, absl::string_view key,
   return v->int_value();
 }
 
+// kv_transfer_params (vLLM's P/D handle, and the sim's own fields) and
+// SGLang's bootstrap room.
+absl::Status ParsePdFields(const JsonValue& body, GenerationRequest& r) {
+  if (const JsonValue* kv = body.Find("kv_transfer_params"); kv != nullptr && kv->is_object()) {
+    absl::StatusOr<bool> b = OptionalBool(*kv, "do_remote_prefill", false);
+    if (!b.ok()) return b.status();
+    r.kv_transferred = *b;
+    b = OptionalBool(*kv, "do_remote_decode", false);
+    if (!b.ok()) return b.status();
+    r.remote_decode = *b;
+    absl::StatusOr<int64_t> cached = OptionalInt(*kv, "remote_cached_tokens", -1);
+    if (!cached.ok()) return cached.status();
+    r.remote_cached_tokens = *cached;
+    b = OptionalBool(*kv, "servelab_report_cached_tokens", false);
+    if (!b.ok()) return b.status();
+    r.always_report_cached_tokens = *b;
+  }
+  // SGLang's prefill side knows a P/D request by its bootstrap room
+  // (python/sglang/srt/disaggregation/prefill.py); sgl-router sets it.
+  if (const JsonValue* room = body.Find("bootstrap_room"); room != nullptr && !room->is_null()) {
+    r.remote_decode = true;
+  }
+  return absl::OkStatus();
+}
+
+// GenerateReqInput (python/sglang/srt/managers/io_struct.py): "input_ids", a
+// list of token ids, or "text"; one request, not a batch.
+absl::Status ParseGenerateInput(const JsonValue& body, std::vector<int64_t>& tokens) {
+  const JsonValue* ids = body.Find("input_ids");
+  const JsonValue* text = body.Find("text");
+  if (ids != nullptr && !ids->is_null()) {
+    if (!ids->is_array()) return absl::InvalidArgumentError("'input_ids' must be a list of ints");
+    for (const JsonValue& t : ids->items()) {
+      if (!t.is_integer() || t.int_value() < 0) {
+        return absl::InvalidArgumentError(
+            "'input_ids' must be a list of non-negative token ids (batches are not supported)");
+      }
+      tokens.push_back(t.int_value());
+    }
+  } else if (text != nullptr && text->is_string()) {
+    tokens = TokenizeText(text->string_value());
+  } else {
+    return absl::InvalidArgumentError("Either text or input_ids should be provided.");
+  }
+  if (tokens.empty()) return absl::InvalidArgumentError("the input must not be empty");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<GenerationRequest> ParseGenerationRequest(const JsonValue& body, ApiKind kind,
@@ -143,25 +193,63 @@ absl::StatusOr<GenerationRequest> ParseGenerationRequest(const JsonValue& body, 
   if (const JsonValue* user = body.Find("user"); user != nullptr && user->is_string()) {
     r.user = user->string_value();
   }
-  if (const JsonValue* kv = body.Find("kv_transfer_params"); kv != nullptr && kv->is_object()) {
-    b = OptionalBool(*kv, "do_remote_prefill", false);
-    if (!b.ok()) return b.status();
-    r.kv_transferred = *b;
-    b = OptionalBool(*kv, "do_remote_decode", false);
-    if (!b.ok()) return b.status();
-    r.remote_decode = *b;
-    absl::StatusOr<int64_t> cached = OptionalInt(*kv, "remote_cached_tokens", -1);
-    if (!cached.ok()) return cached.status();
-    r.remote_cached_tokens = *cached;
-    b = OptionalBool(*kv, "servelab_report_cached_tokens", false);
-    if (!b.ok()) return b.status();
-    r.always_report_cached_tokens = *b;
+  s = ParsePdFields(body, r);
+  if (!s.ok()) return s;
+  return r;
+}
+
+absl::StatusOr<GenerationRequest> ParseGenerateRequest(const JsonValue& body,
+                                                       const SimConfig& config) {
+  if (!body.is_object())
+    return absl::InvalidArgumentError("the request body must be a JSON object");
+  GenerationRequest r;
+  r.kind = ApiKind::kGenerate;
+  r.stream_native = true;
+  absl::Status s = ParseGenerateInput(body, r.prompt_tokens);
+  if (!s.ok()) return s;
+  const int64_t prompt_len = static_cast<int64_t>(r.prompt_tokens.size());
+  // python/sglang/srt/sampling/sampling_params.py: max_new_tokens 128,
+  // min_new_tokens 0, ignore_eos False by default.
+  int64_t max_new = 128, min_new = 0;
+  const JsonValue* sampling = body.Find("sampling_params");
+  if (sampling != nullptr && !sampling->is_null()) {
+    if (!sampling->is_object()) {
+      return absl::InvalidArgumentError("'sampling_params' must be an object");
+    }
+    absl::StatusOr<int64_t> v = OptionalInt(*sampling, "max_new_tokens", max_new);
+    if (!v.ok()) return v.status();
+    max_new = *v;
+    v = OptionalInt(*sampling, "min_new_tokens", min_new);
+    if (!v.ok()) return v.status();
+    min_new = *v;
+    absl::StatusOr<bool> ignore_eos = OptionalBool(*sampling, "ignore_eos", false);
+    if (!ignore_eos.ok()) return ignore_eos.status();
+    r.ignore_eos = *ignore_eos;
   }
-  // SGLang's prefill side knows a P/D request by its bootstrap room
-  // (python/sglang/srt/disaggregation/prefill.py); sgl-router sets it.
-  if (const JsonValue* room = body.Find("bootstrap_room"); room != nullptr && !room->is_null()) {
-    r.remote_decode = true;
+  if (max_new < 0 || min_new < 0 || min_new > max_new) {
+    return absl::InvalidArgumentError(
+        "max_new_tokens must be >= 0 and min_new_tokens in [0, max_new_tokens]");
   }
+  if (prompt_len + max_new > config.max_model_len) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Requested token count exceeds the model's maximum context length of ",
+        config.max_model_len, " tokens. You requested a total of ", prompt_len + max_new,
+        " tokens: ", prompt_len, " tokens from the input messages and ", max_new,
+        " tokens for the completion."));
+  }
+  r.max_tokens = std::max<int64_t>(max_new, 1);
+  r.min_tokens = min_new;
+  absl::StatusOr<bool> b = OptionalBool(body, "stream", false);
+  if (!b.ok()) return b.status();
+  r.stream = *b;
+  // The request id the client chose; the load generator puts its load tag
+  // before a '#' (sgl-router forwards no other field that could carry it).
+  if (const JsonValue* rid = body.Find("rid"); rid != nullptr && rid->is_string()) {
+    r.rid = rid->string_value();
+    r.user = r.rid.substr(0, r.rid.find('#'));
+  }
+  s = ParsePdFields(body, r);
+  if (!s.ok()) return s;
   return r;
 }
 

@@ -21,7 +21,8 @@
 
 namespace servelab::sim {
 
-enum class ApiKind { kCompletion, kChat };
+// kGenerate is SGLang's native /generate (served with --compat sglang only).
+enum class ApiKind { kCompletion, kChat, kGenerate };
 
 struct GenerationRequest {
   ApiKind kind = ApiKind::kCompletion;
@@ -46,12 +47,21 @@ struct GenerationRequest {
   // that proxy writes P's count into D's usage whatever D reported.
   bool always_report_cached_tokens = false;
   // The OpenAI `user` field; the overlap witness's load tag when no
-  // x-servelab-load header arrived (proxies drop client headers).
+  // x-servelab-load header arrived (proxies drop client headers). For
+  // /generate, the part of `rid` before a '#'.
   std::string user;
+  // /generate: the client's request id (meta_info.id), and SGLang's native
+  // stream format (cumulative text and counts in meta_info, no usage chunk).
+  std::string rid;
+  bool stream_native = false;
 };
 
 absl::StatusOr<GenerationRequest> ParseGenerationRequest(const JsonValue& body, ApiKind kind,
                                                          const SimConfig& config);
+// SGLang's POST /generate body: input_ids or text, sampling_params
+// {max_new_tokens, min_new_tokens, ignore_eos}, stream, rid, bootstrap_room.
+absl::StatusOr<GenerationRequest> ParseGenerateRequest(const JsonValue& body,
+                                                       const SimConfig& config);
 
 // HTTP status for an error from this module (or any absl code).
 int HttpStatusFor(const absl::Status& status);

@@ -177,6 +177,9 @@ int64_t CachedTokensOf(const std::string& response_body) {
   const JsonValue* usage = v->Find("usage");
   const JsonValue* details = usage ? usage->Find("prompt_tokens_details") : nullptr;
   const JsonValue* cached = details ? details->Find("cached_tokens") : nullptr;
+  if (const JsonValue* meta = v->Find("meta_info"); meta != nullptr) {
+    cached = meta->Find("cached_tokens");  // SGLang's /generate answer
+  }
   return cached && cached->is_integer() ? cached->int_value() : -1;
 }
 
@@ -192,6 +195,25 @@ void AddBootstrap(const SglangBootstrap& bootstrap, JsonValue& leg_body) {
   leg_body.Set("bootstrap_host", &bootstrap.host);
   leg_body.Set("bootstrap_port", &bootstrap.port);
   leg_body.Set("bootstrap_room", &bootstrap.room);
+}
+
+// The prefill leg of SGLang's /generate. sgl-router sends both servers the
+// same body; the sim cuts its prefill leg to one token, as SGLang's prefill
+// server generates only that one.
+JsonValue NativePrefillBody(const JsonValue& body) {
+  JsonValue prefill_body = body;
+  JsonValue one = JsonValue::Number(1, true), no = JsonValue::Bool(false);
+  const JsonValue* given = body.Find("sampling_params");
+  JsonValue sampling = given != nullptr && given->is_object()
+                           ? *given
+                           : JsonValue::Object({{"max_new_tokens", one}});
+  sampling.Set("max_new_tokens", &one);
+  sampling.Set("min_new_tokens", nullptr);
+  prefill_body.Set("sampling_params", &sampling);
+  prefill_body.Set("stream", &no);
+  JsonValue remote_decode = JsonValue::Object({{"do_remote_decode", JsonValue::Bool(true)}});
+  prefill_body.Set("kv_transfer_params", &remote_decode);
+  return prefill_body;
 }
 
 // The prefill leg: the client's body cut to one token, non-streaming, with
@@ -340,7 +362,8 @@ asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, InstanceModel& i
 asio::awaitable<bool> Router::Call::Run() {
   const RequestHeaders headers = LegHeaders();
   prefill_index_ = router_.Pick(true, prefill_score_);
-  JsonValue prefill_body = PrefillBody(compat_, body_);
+  JsonValue prefill_body =
+      request_.path == "/generate" ? NativePrefillBody(body_) : PrefillBody(compat_, body_);
   SglangBootstrap bootstrap;
   if (compat_ == Compat::kSglang) {
     bootstrap.room = JsonValue::Number(static_cast<double>(router_.FreshBootstrapRoom()), true);

@@ -14,6 +14,21 @@ namespace servelab::sim {
 namespace http = boost::beast::http;
 namespace beast = boost::beast;
 
+namespace {
+
+// A /v1/completions prompt that is a string or a list of strings.
+bool PromptIsText(const JsonValue& body) {
+  const JsonValue* prompt = body.Find("prompt");
+  if (prompt == nullptr || prompt->is_string()) return true;
+  if (!prompt->is_array()) return false;
+  for (const JsonValue& item : prompt->items()) {
+    if (!item.is_string()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 Server::Server(const ServerOptions& options, InstanceModel& instance, Router* router)
     : options_(options),
       instance_(instance),
@@ -174,7 +189,19 @@ asio::awaitable<bool> Server::HandleGeneration(ClientConn& conn, IncomingRequest
       config.model = model->string_value();
     }
   }
-  absl::StatusOr<GenerationRequest> parsed = ParseGenerationRequest(*body, kind, config);
+  if (router_ != nullptr && compat == Compat::kSglang && kind == ApiKind::kCompletion &&
+      !PromptIsText(*body)) {
+    // sgl-router's CompletionRequest.prompt is StringOrArray of strings
+    // (src/protocols/common.rs): axum refuses token ids before routing.
+    co_return co_await conn.WriteResponse(
+        422, "text/plain; charset=utf-8",
+        "Failed to deserialize the JSON body into the target type: prompt: data did not match "
+        "any variant of untagged enum StringOrArray",
+        request.keep_alive);
+  }
+  absl::StatusOr<GenerationRequest> parsed = kind == ApiKind::kGenerate
+                                                 ? ParseGenerateRequest(*body, config)
+                                                 : ParseGenerationRequest(*body, kind, config);
   if (!parsed.ok()) {
     if (toy_proxy) {
       co_return co_await conn.WriteResponse(500, "text/plain; charset=utf-8",
@@ -263,6 +290,12 @@ asio::awaitable<bool> Server::Dispatch(ClientConn& conn, IncomingRequest& reques
     if (!post) co_return co_await MethodNotAllowed(conn, keep);
     co_return co_await HandleGeneration(
         conn, request, path == "/v1/completions" ? ApiKind::kCompletion : ApiKind::kChat);
+  }
+  // SGLang's native generation route, on the servers and on sgl-router
+  // (python/sglang/srt/entrypoints/http_server.py, sgl-router src/server.rs).
+  if (path == "/generate" && compat.compat == Compat::kSglang) {
+    if (!post) co_return co_await MethodNotAllowed(conn, keep);
+    co_return co_await HandleGeneration(conn, request, ApiKind::kGenerate);
   }
   // python/sglang/srt/entrypoints/http_server.py also has /health_generate
   // (health through a one-token generation); the sim answers it like /health.

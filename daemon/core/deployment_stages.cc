@@ -97,7 +97,7 @@ absl::StatusOr<Counters> LaunchSide(StageEnv& env, const v1::Experiment& e, v1::
     SERVELAB_RETURN_IF_ERROR(env.instances.Stop(*old, env.stop_grace));
     SERVELAB_RETURN_IF_ERROR(env.store.RemoveInstance(side));
   }
-  Endpoints endpoints;
+  Endpoints endpoints = NodeEndpoints(e.spec());
   if (side == v1::SIDE_ROUTER) {
     SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance prefill,
                               RequireInstance(env.store, v1::SIDE_PREFILL));

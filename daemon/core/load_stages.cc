@@ -40,11 +40,7 @@ absl::StatusOr<std::vector<std::string>> BusyInstances(StageEnv& env) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<LaunchCommand>> RenderDeployment(InstanceDriver& instances,
-                                                            const v1::ExperimentSpec& spec,
-                                                            const std::string& log_dir,
-                                                            v1::Side* failed_side) {
-  std::vector<LaunchCommand> commands;
+Endpoints NodeEndpoints(const v1::ExperimentSpec& spec) {
   Endpoints endpoints;
   // At launch the router gets each side's node address from Slurm; before,
   // the node name is the best guess (NodeName is usually the host name).
@@ -56,6 +52,15 @@ absl::StatusOr<std::vector<LaunchCommand>> RenderDeployment(InstanceDriver& inst
       endpoints.decode_host = spec.deployment().decode().node();
     }
   }
+  return endpoints;
+}
+
+absl::StatusOr<std::vector<LaunchCommand>> RenderDeployment(InstanceDriver& instances,
+                                                            const v1::ExperimentSpec& spec,
+                                                            const std::string& log_dir,
+                                                            v1::Side* failed_side) {
+  std::vector<LaunchCommand> commands;
+  Endpoints endpoints = NodeEndpoints(spec);
   for (v1::Side side : {v1::SIDE_PREFILL, v1::SIDE_DECODE, v1::SIDE_ROUTER}) {
     absl::StatusOr<LaunchCommand> command = instances.Render(spec, side, endpoints, log_dir);
     if (!command.ok()) {

@@ -40,6 +40,11 @@ struct StageEnv {
   absl::Duration drain_poll;
 };
 
+// Each side's address as far as the spec knows it before launch: loopback,
+// or the side's node under Slurm placement (an engine that advertises its
+// own address, such as vLLM's NIXL side channel, needs it).
+Endpoints NodeEndpoints(const v1::ExperimentSpec& spec);
+
 // Renders prefill, decode and router (against the sides' ports) with the
 // code Launch uses. On error `failed_side` names the side that failed.
 absl::StatusOr<std::vector<LaunchCommand>> RenderDeployment(InstanceDriver& instances,

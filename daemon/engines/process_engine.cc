@@ -103,17 +103,22 @@ ServingProtocol SglangProtocol() {
   // python/sglang/srt/metrics/collector.py. SGLang counts cached prompt
   // tokens but not "queried" tokens; every prompt token is a query, so the
   // hit ratio is hits / prompt tokens. The P/D queue gauges count requests
-  // between the prefill and decode queues (bootstrap, KV transfer).
-  p.counters = {"sglang:num_running_reqs",
-                "sglang:num_queue_reqs",
-                "sglang:num_requests_total",
-                "sglang:prompt_tokens_total",
-                "sglang:generation_tokens_total",
-                "sglang:prompt_tokens_total",
-                "sglang:cached_tokens_total",
-                {"sglang:token_usage"},
-                {"sglang:num_prefill_prealloc_queue_reqs", "sglang:num_prefill_inflight_queue_reqs",
-                 "sglang:num_decode_prealloc_queue_reqs", "sglang:num_decode_transfer_queue_reqs"}};
+  // between the prefill and decode queues (bootstrap, KV transfer). Releases
+  // spell prefill's names differently (an "infight" typo in older ones,
+  // "bootstrap" for "prealloc" in newer ones); each has one set, so the sum
+  // over every spelling counts each queue once.
+  p.counters = {
+      "sglang:num_running_reqs",
+      "sglang:num_queue_reqs",
+      "sglang:num_requests_total",
+      "sglang:prompt_tokens_total",
+      "sglang:generation_tokens_total",
+      "sglang:prompt_tokens_total",
+      "sglang:cached_tokens_total",
+      {"sglang:token_usage"},
+      {"sglang:num_prefill_prealloc_queue_reqs", "sglang:num_prefill_bootstrap_queue_reqs",
+       "sglang:num_prefill_inflight_queue_reqs", "sglang:num_prefill_infight_queue_reqs",
+       "sglang:num_decode_prealloc_queue_reqs", "sglang:num_decode_transfer_queue_reqs"}};
   return p;
 }
 

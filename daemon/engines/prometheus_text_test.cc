@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "daemon/engines/process_engine.h"
 #include "tests/testing/status_matchers.h"
 
@@ -69,6 +70,23 @@ TEST(PrometheusTextTest, FillsInstanceCountersFromVllmNames) {
   EXPECT_EQ(c.generation_tokens, 2048);
   EXPECT_EQ(c.prefix_cache_queries, 1000);
   EXPECT_EQ(c.prefix_cache_hits, 900);
+}
+
+// Each SGLang release has one spelling of prefill's P/D queue gauges; a
+// request held in any of them keeps the drain and the cache reset waiting.
+TEST(PrometheusTextTest, SglangQueueGaugesCountInEveryReleasesSpelling) {
+  for (const char* older_or_newer : {
+           "sglang:num_prefill_infight_queue_reqs",   // older releases' typo
+           "sglang:num_prefill_bootstrap_queue_reqs"  // newer releases
+       }) {
+    absl::StatusOr<MetricSamples> samples =
+        ParsePrometheusText(absl::StrCat(older_or_newer, "{engine_type=\"unified\"} 2\n",
+                                         "sglang:num_decode_transfer_queue_reqs 1\n"));
+    ASSERT_THAT(samples, IsOk());
+    core::InstanceCounters c = CountersFromSamples(*samples, SglangProtocol().counters);
+    EXPECT_EQ(c.requests_in_transfer, 3) << older_or_newer;
+    EXPECT_TRUE(c.HoldsRequests()) << older_or_newer;
+  }
 }
 
 TEST(PrometheusTextTest, MalformedLinesNameTheLine) {

@@ -185,6 +185,47 @@ TEST(RendererGoldenTest, VllmNixlSideChannelRangesDoNotOverlap) {
   EXPECT_EQ(Env(d, "VLLM_NIXL_SIDE_CHANNEL_HOST"), "127.0.0.1");
 }
 
+// Prefill advertises its side-channel host to decode: on two nodes each side
+// binds and advertises its own node, unless the spec names one host.
+TEST(RendererGoldenTest, VllmNixlSideChannelHostIsEachSidesOwnNode) {
+  v1::ExperimentSpec spec = PdSpec(v1::ENGINE_VLLM);
+  core::Endpoints endpoints = kEndpoints;
+  endpoints.prefill_host = "node-p";
+  endpoints.decode_host = "node-d";
+  auto p = RenderVllm(spec, v1::SIDE_PREFILL, endpoints, kLogDir, TestVllmOptions(), kCuda);
+  auto d = RenderVllm(spec, v1::SIDE_DECODE, endpoints, kLogDir, TestVllmOptions(), kCuda);
+  EXPECT_EQ(Env(p, "VLLM_NIXL_SIDE_CHANNEL_HOST"), "node-p");
+  EXPECT_EQ(Env(d, "VLLM_NIXL_SIDE_CHANNEL_HOST"), "node-d");
+  spec.mutable_deployment()->mutable_kv_transfer()->set_side_channel_host("10.0.0.7");
+  p = RenderVllm(spec, v1::SIDE_PREFILL, endpoints, kLogDir, TestVllmOptions(), kCuda);
+  EXPECT_EQ(Env(p, "VLLM_NIXL_SIDE_CHANNEL_HOST"), "10.0.0.7");
+}
+
+// Prefill keeps an aborted request's KV for VLLM_NIXL_ABORT_REQUEST_TIMEOUT;
+// the spec's value goes to prefill only, in whole seconds.
+TEST(RendererGoldenTest, AbortRequestTimeoutGoesToPrefillOnly) {
+  for (VllmPlatform platform : {kCuda, kAscend}) {
+    v1::ExperimentSpec spec = PdSpec(platform == kCuda ? v1::ENGINE_VLLM : v1::ENGINE_VLLM_ASCEND);
+    spec.mutable_deployment()->mutable_kv_transfer()->mutable_abort_request_timeout()->set_seconds(
+        45);
+    auto p = RenderVllm(spec, v1::SIDE_PREFILL, kEndpoints, kLogDir, TestVllmOptions(), platform);
+    auto d = RenderVllm(spec, v1::SIDE_DECODE, kEndpoints, kLogDir, TestVllmOptions(), platform);
+    ASSERT_THAT(p, IsOk());
+    ASSERT_THAT(d, IsOk());
+    EXPECT_EQ(p->env.at("VLLM_NIXL_ABORT_REQUEST_TIMEOUT"), "45");
+    EXPECT_EQ(d->env.count("VLLM_NIXL_ABORT_REQUEST_TIMEOUT"), 0u);
+  }
+}
+
+TEST(RendererGoldenTest, VllmAscendRefusesTheLayerwiseConnectorItCannotProxy) {
+  v1::ExperimentSpec spec = PdSpec(v1::ENGINE_VLLM_ASCEND);
+  spec.mutable_deployment()->mutable_kv_transfer()->set_backend("MooncakeLayerwiseConnector");
+  EXPECT_THAT(
+      RenderVllm(spec, v1::SIDE_PREFILL, kEndpoints, kLogDir, TestVllmOptions(), kAscend),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("deployment.kv_transfer.backend: \"MooncakeLayerwiseConnector\" needs")));
+}
+
 // vLLM reports cached tokens per request only with this flag; SGLang only
 // with --enable-cache-report (and serves /metrics only with --enable-metrics).
 TEST(RendererGoldenTest, CachedTokenReportingIsAlwaysOn) {

@@ -94,16 +94,22 @@ absl::StatusOr<std::string> KvTransferConfig(const v1::ExperimentSpec& spec, v1:
     }
     return absl::StrCat(R"({"kv_connector":"NixlConnector","kv_role":")", role, R"("})");
   }
-  std::string module;
-  if (connector == "MooncakeConnectorV1") {
-    module = "vllm_ascend.distributed.mooncake_connector";
-  } else if (connector == "MooncakeLayerwiseConnector") {
-    module = "vllm_ascend.distributed.mooncake_layerwise_connector";
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "deployment.kv_transfer.backend: \"", connector,
-        "\" is not a vllm-ascend connector (MooncakeConnectorV1, MooncakeLayerwiseConnector)"));
+  if (connector == "MooncakeLayerwiseConnector") {
+    // The layerwise connector runs decode first and needs
+    // load_balance_proxy_layerwise_server_example.py (its /v1/metaserver
+    // callback); behind the load-balance proxy prefill gets no
+    // remote_block_ids and fails every request.
+    return absl::InvalidArgumentError(
+        "deployment.kv_transfer.backend: \"MooncakeLayerwiseConnector\" needs vllm-ascend's "
+        "layerwise proxy, which engine vllm_ascend does not launch yet; use MooncakeConnectorV1, "
+        "or engine command with that proxy in deployment.router.command_argv");
   }
+  if (connector != "MooncakeConnectorV1") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("deployment.kv_transfer.backend: \"", connector,
+                     "\" is not a vllm-ascend connector (MooncakeConnectorV1)"));
+  }
+  const std::string module = "vllm_ascend.distributed.mooncake_connector";
   const v1::InstanceSpec& p = spec.deployment().prefill();
   const v1::InstanceSpec& d = spec.deployment().decode();
   const int base = spec.deployment().kv_transfer().kv_port() > 0
@@ -121,18 +127,30 @@ absl::StatusOr<std::string> KvTransferConfig(const v1::ExperimentSpec& spec, v1:
 }
 
 std::map<std::string, std::string> PlatformEnv(const v1::ExperimentSpec& spec, v1::Side side,
+                                               const core::Endpoints& endpoints,
                                                VllmPlatform platform) {
   std::map<std::string, std::string> env;
   if (platform == VllmPlatform::kCuda) {
     const v1::KvTransferSpec& kv = spec.deployment().kv_transfer();
     const int base =
         kv.side_channel_base_port() > 0 ? kv.side_channel_base_port() : kDefaultNixlSideChannelPort;
+    // Each side binds its side channel here and prefill advertises it to
+    // decode (nixl_connector.py: remote_host), so it is the side's own
+    // address: its node's under Slurm, where P and D may be apart.
+    const std::string& own_host =
+        side == v1::SIDE_PREFILL ? endpoints.prefill_host : endpoints.decode_host;
     env["VLLM_NIXL_SIDE_CHANNEL_HOST"] =
-        kv.side_channel_host().empty() ? "127.0.0.1" : kv.side_channel_host();
+        kv.side_channel_host().empty() ? own_host : kv.side_channel_host();
     env["VLLM_NIXL_SIDE_CHANNEL_PORT"] =
         absl::StrCat(side == v1::SIDE_PREFILL ? base : base + Ranks(spec.deployment().prefill()));
-    return env;
   }
+  // vllm/envs.py: int(os.getenv("VLLM_NIXL_ABORT_REQUEST_TIMEOUT", "480")), read by NIXL
+  // and by vllm-ascend's Mooncake connector alike (whole seconds, rounded up).
+  const google::protobuf::Duration& lease = spec.deployment().kv_transfer().abort_request_timeout();
+  if (side == v1::SIDE_PREFILL && (lease.seconds() > 0 || lease.nanos() > 0)) {
+    env["VLLM_NIXL_ABORT_REQUEST_TIMEOUT"] = absl::StrCat(lease.seconds() + (lease.nanos() > 0));
+  }
+  if (platform == VllmPlatform::kCuda) return env;
   const v1::AscendSpec& ascend = spec.deployment().ascend();
   if (!ascend.hccl_if_ip().empty()) env["HCCL_IF_IP"] = ascend.hccl_if_ip();
   if (!ascend.socket_ifname().empty()) {
@@ -155,7 +173,7 @@ absl::StatusOr<std::string> AdditionalConfig(const v1::ExperimentSpec& spec, v1:
     return absl::InvalidArgumentError(
         absl::StrCat(field,
                      ".expert_layout: stock vLLM has no flag for a static expert layout file; use "
-                     "engine vllm_ascend (eplb_config.expert_map_path) or engine command"));
+                     "engine vllm_ascend (additional_config expert_map_path) or engine command"));
   }
   if (is.additional_config().empty() && layout.empty()) return std::string();
   google::protobuf::Struct config;
@@ -164,11 +182,10 @@ absl::StatusOr<std::string> AdditionalConfig(const v1::ExperimentSpec& spec, v1:
     return absl::InvalidArgumentError(
         absl::StrCat(field, ".additional_config: not a JSON object: ", is.additional_config()));
   }
-  if (!layout.empty()) {
-    google::protobuf::Struct& eplb =
-        *(*config.mutable_fields())["eplb_config"].mutable_struct_value();
-    (*eplb.mutable_fields())["expert_map_path"].set_string_value(layout);
-  }
+  // vllm-ascend 0.11 reads the map from the top level
+  // (vllm_ascend/ascend_config.py: additional_config.get("expert_map_path"));
+  // the nested eplb_config.expert_map_path of later releases is not read there.
+  if (!layout.empty()) (*config.mutable_fields())["expert_map_path"].set_string_value(layout);
   google::protobuf::Value root;
   *root.mutable_struct_value() = std::move(config);
   return SortedJson(root);

@@ -15,7 +15,7 @@
 // {dp_size, tp_size} in kv_connector_extra_config (vllm-ascend
 // docs/source/tutorials/multi_node_pd_disaggregation_mooncake.md); HCCL and
 // socket interfaces from deployment.ascend; the expert layout becomes
-// eplb_config.expert_map_path in --additional-config.
+// expert_map_path in --additional-config.
 #ifndef SERVELAB_DAEMON_ENGINES_VLLM_PLATFORM_H_
 #define SERVELAB_DAEMON_ENGINES_VLLM_PLATFORM_H_
 
@@ -40,8 +40,10 @@ const char* ServeTool(VllmPlatform platform);
 absl::StatusOr<std::string> KvTransferConfig(const v1::ExperimentSpec& spec, v1::Side side,
                                              VllmPlatform platform);
 
-// Environment the platform needs for `side` (before the spec's own env).
+// Environment the platform needs for `side` (before the spec's own env);
+// `endpoints` gives the side's own address, which NIXL advertises.
 std::map<std::string, std::string> PlatformEnv(const v1::ExperimentSpec& spec, v1::Side side,
+                                               const core::Endpoints& endpoints,
                                                VllmPlatform platform);
 
 // --additional-config for `side`, empty for none. INVALID_ARGUMENT naming the

@@ -139,7 +139,7 @@ absl::StatusOr<core::LaunchCommand> RenderVllm(const v1::ExperimentSpec& spec, v
                     : spec.deployment().programs().vllm_binary();
   SERVELAB_ASSIGN_OR_RETURN(args.kv_transfer_config, KvTransferConfig(spec, side, platform));
   SERVELAB_ASSIGN_OR_RETURN(args.additional_config, AdditionalConfig(spec, side, platform));
-  args.platform_env = PlatformEnv(spec, side, platform);
+  args.platform_env = PlatformEnv(spec, side, endpoints, platform);
   command.served_model = is.served_model_name().empty() ? is.model() : is.served_model_name();
 
   // With a fixed port (the spec's, or one the caller fixed) the ranks listen

@@ -33,6 +33,15 @@ std::vector<std::string> Flags(std::vector<std::string> extra) {
   return f;
 }
 
+// Flags of one role under a compat profile (`profile`: "--compat X" and its
+// switches).
+std::vector<std::string> ProfileFlags(const std::vector<std::string>& profile,
+                                      const std::vector<std::string>& role) {
+  std::vector<std::string> f = profile;
+  f.insert(f.end(), role.begin(), role.end());
+  return Flags(f);
+}
+
 JsonValue MustParse(const std::string& s) {
   absl::StatusOr<JsonValue> v = ParseJson(s);
   EXPECT_TRUE(v.ok()) << v.status() << " in " << s;
@@ -244,11 +253,7 @@ TEST(SimCompatTest, SglangCachedTokensOnlyWithEnableCacheReport) {
 
 TEST(SimCompatTest, SglangPdQueueGaugesWhileTheTransferIsInFlight) {
   const std::vector<std::string> sglang = {"--compat", "sglang", "--enable-metrics"};
-  auto with = [&](std::vector<std::string> extra) {
-    std::vector<std::string> f = sglang;
-    f.insert(f.end(), extra.begin(), extra.end());
-    return Flags(f);
-  };
+  auto with = [&](std::vector<std::string> extra) { return ProfileFlags(sglang, extra); };
   // P leases its blocks 3 s; D's transfer takes 1 s.
   SimProcess p(with({"--role", "prefill"}), "kv_lease_seconds: 300\n");
   SimProcess d(with({"--role", "decode"}), "kv_transfer_overhead_seconds: 100\n");
@@ -285,6 +290,82 @@ TEST(SimCompatTest, SglangPdQueueGaugesWhileTheTransferIsInFlight) {
   JsonValue loads = MustParse(Get(d.port(), "/debug/loads").body);
   EXPECT_NE(loads.Find("loads")->Find("body-tag"), nullptr);
   EXPECT_EQ(loads.Find("loads")->Find("header-tag"), nullptr);
+}
+
+// sgl-router takes token ids only on SGLang's native /generate: its
+// /v1/completions prompt is a string or a list of strings. /generate streams
+// cumulative text with meta_info counts and ends with [DONE]; the load tag
+// travels in rid, the only free field sgl-router keeps.
+TEST(SimCompatTest, SglangRouterTakesTokenIdsOnlyOnGenerate) {
+  const std::vector<std::string> sglang = {"--compat", "sglang", "--enable-metrics"};
+  auto with = [&](std::vector<std::string> extra) { return ProfileFlags(sglang, extra); };
+  SimProcess p(with({"--role", "prefill"}));
+  SimProcess d(with({"--role", "decode"}));
+  ASSERT_TRUE(p.WaitHealthy());
+  ASSERT_TRUE(d.WaitHealthy());
+  SimProcess router(with({"--role", "router", "--prefill-url", p.url(), "--decode-url", d.url()}));
+  ASSERT_TRUE(router.WaitHealthy());
+
+  HttpResponse ids =
+      Post(router.port(), "/v1/completions", R"({"prompt":[1,2,3],"max_tokens":2,"stream":false})");
+  EXPECT_EQ(ids.status, 422) << ids.body;
+  EXPECT_THAT(ids.body, HasSubstr("StringOrArray"));
+
+  const std::string generate =
+      R"({"input_ids":[5,6,7,8,9],"sampling_params":{"max_new_tokens":3,"ignore_eos":true},)"
+      R"("stream":true,"rid":"exp-9/formal/1#exp-9/4/1/0"})";
+  HttpResponse r = Post(router.port(), "/generate", generate);
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::vector<std::string> data = SseData(r.body);
+  ASSERT_EQ(data.size(), 4u) << r.body;  // three tokens, then [DONE]
+  EXPECT_EQ(data.back(), "[DONE]");
+  std::string text;
+  for (int i = 0; i < 3; ++i) {
+    JsonValue chunk = MustParse(data[i]);
+    const JsonValue* meta = chunk.Find("meta_info");
+    ASSERT_NE(meta, nullptr) << data[i];
+    EXPECT_EQ(meta->Find("completion_tokens")->int_value(), i + 1);
+    EXPECT_EQ(meta->Find("prompt_tokens")->int_value(), 5);
+    EXPECT_NE(meta->Find("cached_tokens"), nullptr);
+    EXPECT_EQ(meta->Find("id")->string_value(), "exp-9/formal/1#exp-9/4/1/0");
+    EXPECT_EQ(chunk.Find("output_ids")->items().size(), static_cast<size_t>(i + 1));
+    // Cumulative: each chunk's text starts with the previous one's.
+    const std::string now = chunk.Find("text")->string_value();
+    EXPECT_EQ(now.substr(0, text.size()), text);
+    text = now;
+    EXPECT_EQ(meta->Find("finish_reason")->is_null(), i < 2);
+  }
+  EXPECT_EQ(
+      MustParse(data[2]).Find("meta_info")->Find("finish_reason")->Find("type")->string_value(),
+      "length");
+  JsonValue loads = MustParse(Get(d.port(), "/debug/loads").body);
+  EXPECT_EQ(loads.Find("loads")->Find("exp-9/formal/1")->Find("completed")->int_value(), 1);
+  // Both servers saw it, as a P/D pair.
+  EXPECT_EQ(Metric(p.port(), "sglang:prompt_tokens_total"), 5);
+  EXPECT_EQ(Metric(d.port(), "sglang:generation_tokens_total"), 3);
+  // Only the SGLang profile serves /generate: vLLM has no such route.
+  SimProcess vllm(Flags({"--compat", "vllm"}));
+  ASSERT_TRUE(vllm.WaitHealthy());
+  EXPECT_EQ(Post(vllm.port(), "/generate", generate).status, 404);
+}
+
+// Behind vLLM's toy proxy the client sees decode's usage, and vLLM's decode
+// counts the KV it loaded from prefill as cached: every prompt token but the
+// last (vllm-project/vllm#43370), whatever prefill's cache hit was.
+TEST(SimCompatTest, VllmDecodeReportsTheKvItLoadedAsCached) {
+  const std::vector<std::string> vllm = {"--compat", "vllm", "--enable-prompt-tokens-details"};
+  auto with = [&](std::vector<std::string> extra) { return ProfileFlags(vllm, extra); };
+  SimProcess p(with({"--role", "prefill"}));
+  SimProcess d(with({"--role", "decode"}));
+  ASSERT_TRUE(p.WaitHealthy());
+  ASSERT_TRUE(d.WaitHealthy());
+  SimProcess router(with({"--role", "router", "--prefill-url", p.url(), "--decode-url", d.url()}));
+  ASSERT_TRUE(WaitProxyReady(router.port()));
+  // A first request: nothing cached on P, yet D says 63 of 64.
+  EXPECT_EQ(
+      CachedTokens(UsageOf(Post(router.port(), "/v1/completions", Body(kPrompt, 2, true)), true)),
+      63);
+  EXPECT_EQ(Metric(p.port(), "vllm:prefix_cache_hits_total"), 0);
 }
 
 TEST(SimCompatTest, VllmProxiesAnswerUpstreamFailuresAsUpstreamDoes) {

@@ -33,6 +33,9 @@ struct EngineCase {
   std::string decode_delta;
   // The flag that must appear in `servelab plan`'s rendered commands.
   std::string plan_flag;
+  // The API the load goes through by default: SGLang's native /generate,
+  // because sglang_router's /v1/completions refuses token-id prompts.
+  v1::Api api = v1::API_COMPLETIONS;
 };
 
 void PrintTo(const EngineCase& c, std::ostream* os) { *os << c.name; }
@@ -100,6 +103,7 @@ TEST_P(RealEngineTest, BaseThenConcurrencyDeltaThenDecodeDelta) {
   // 1. The base experiment runs every stage through the real commands.
   v1::Experiment base = WaitFinal(SubmitBase({}));
   ASSERT_EQ(base.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << base.blocker();
+  EXPECT_EQ(base.spec().workload().api(), c.api);
   EXPECT_EQ(base.progress().formal_requests_sent(), 64);
   EXPECT_EQ(base.result().whole().requests_completed(), 64);
   // The rendered reporting flags work: cached tokens arrive per request.
@@ -267,7 +271,7 @@ INSTANTIATE_TEST_SUITE_P(
                                  "sglang:num_requests_total",
                                  "deployment.decode.expert_layout=" +
                                      SourcePath("deploy/examples/layouts/decode-layout-b.json"),
-                                 "--enable-dp-attention"}),
+                                 "--enable-dp-attention", v1::API_GENERATE}),
     [](const ::testing::TestParamInfo<EngineCase>& info) { return info.param.name; });
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "daemon/core/spec/defaults.h"
 
+#include <algorithm>
+
 #include "google/protobuf/duration.pb.h"
 
 namespace servelab::core::spec {
@@ -42,7 +44,11 @@ void ApplyDefaults(v1::ExperimentSpec& spec) {
   if (workload.burstiness() == 0) workload.set_burstiness(1.0);
   if (workload.cache_prep() == v1::CACHE_PREP_UNSPECIFIED)
     workload.set_cache_prep(v1::CACHE_PREP_AUTO);
-  if (workload.api() == v1::API_UNSPECIFIED) workload.set_api(v1::API_COMPLETIONS);
+  // Through sgl-router only /generate carries token ids (see v1::Api).
+  if (workload.api() == v1::API_UNSPECIFIED) {
+    workload.set_api(deployment.engine() == v1::ENGINE_SGLANG ? v1::API_GENERATE
+                                                              : v1::API_COMPLETIONS);
+  }
 
   v1::AnalysisSpec& analysis = *spec.mutable_analysis();
   if (analysis.percentiles_size() == 0) {
@@ -60,6 +66,14 @@ void ApplyDefaults(v1::ExperimentSpec& spec) {
   DefaultDuration(limits.mutable_warmup_timeout(), 5 * 60);
   DefaultDuration(limits.mutable_drain_timeout(), 2 * 60);
   DefaultDuration(limits.mutable_request_timeout(), 10 * 60);
+
+  // Prefill's KV lease for an aborted request must end before the cache
+  // reset stops waiting for it: 60 s, or half the reset's wait if shorter.
+  if (deployment.engine() == v1::ENGINE_VLLM || deployment.engine() == v1::ENGINE_VLLM_ASCEND) {
+    const int64_t half_reset_wait = std::max<int64_t>(1, limits.warmup_timeout().seconds() / 2);
+    DefaultDuration(deployment.mutable_kv_transfer()->mutable_abort_request_timeout(),
+                    std::min<int64_t>(60, half_reset_wait));
+  }
 }
 
 }  // namespace servelab::core::spec

@@ -3,9 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "daemon/core/spec/canonical.h"
+#include "daemon/core/spec/defaults.h"
 #include "daemon/core/spec/spec_delta.h"
 #include "daemon/core/spec/spec_text.h"
+#include "daemon/core/spec/validate.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
@@ -113,7 +116,58 @@ INSTANTIATE_TEST_SUITE_P(
                                "deployment.decode.node: names a Slurm node, but "
                                "deployment.placement.kind is local"},
                       BadValue{"deployment.placement.slurm.partition=gpu",
-                               "deployment.placement.slurm: is set, but"}));
+                               "deployment.placement.slurm: is set, but"},
+                      BadValue{"deployment.kv_transfer.abort_request_timeout=-1s",
+                               "deployment.kv_transfer.abort_request_timeout: must not"},
+                      BadValue{"deployment.kv_transfer.abort_request_timeout=300s",
+                               "deployment.kv_transfer.abort_request_timeout: must be below "
+                               "limits.warmup_timeout (300 s), got 300 s"}));
+
+// vLLM's own 480 s KV lease would outlast the default 300 s reset wait.
+TEST(FreezeTest, VllmEnginesHoldAnAbortedRequestsKvForLessThanTheResetWaits) {
+  for (const char* engine : {"vllm", "vllm_ascend"}) {
+    v1::ExperimentSpec spec = Minimal();
+    ASSERT_THAT(ApplySet(spec, absl::StrCat("deployment.engine=", engine)), IsOk());
+    ApplyDefaults(spec);
+    EXPECT_EQ(spec.deployment().kv_transfer().abort_request_timeout().seconds(), 60) << engine;
+    v1::ExperimentSpec short_reset = Minimal();
+    ASSERT_THAT(ApplySet(short_reset, absl::StrCat("deployment.engine=", engine)), IsOk());
+    ASSERT_THAT(ApplySet(short_reset, "limits.warmup_timeout=30s"), IsOk());
+    ASSERT_THAT(ApplySet(short_reset, "deployment.prefill.model=/models/m"), IsOk());
+    ASSERT_THAT(ApplySet(short_reset, "deployment.decode.model=/models/m"), IsOk());
+    ApplyDefaults(short_reset);
+    EXPECT_EQ(short_reset.deployment().kv_transfer().abort_request_timeout().seconds(), 15);
+    EXPECT_THAT(ValidateSpec(short_reset), IsOk());
+  }
+  v1::ExperimentSpec sim = Minimal();
+  ApplyDefaults(sim);
+  EXPECT_FALSE(sim.deployment().kv_transfer().has_abort_request_timeout());
+}
+
+// sgl-router's /v1/completions refuses token ids, so SGLang defaults to its
+// native /generate; an API the engine does not serve is refused by name.
+TEST(FreezeTest, TheApiFitsTheEngine) {
+  v1::ExperimentSpec sglang = Minimal();
+  ASSERT_THAT(ApplySet(sglang, "deployment.engine=sglang"), IsOk());
+  ASSERT_THAT(ApplySet(sglang, "deployment.prefill.model=/models/m"), IsOk());
+  ASSERT_THAT(ApplySet(sglang, "deployment.decode.model=/models/m"), IsOk());
+  absl::StatusOr<FrozenSpec> frozen = Freeze(sglang, "");
+  ASSERT_THAT(frozen, IsOk());
+  EXPECT_EQ(frozen->spec.workload().api(), v1::API_GENERATE);
+  ASSERT_THAT(ApplySet(sglang, "workload.api=completions"), IsOk());
+  EXPECT_THAT(Freeze(sglang, ""),
+              StatusIs(kInvalid, HasSubstr("workload.api: completions sends token-id prompts, "
+                                           "which sglang_router's /v1/completions refuses")));
+  v1::ExperimentSpec sim = Minimal();
+  ASSERT_THAT(ApplySet(sim, "workload.api=generate"), IsOk());
+  EXPECT_THAT(Freeze(sim, ""),
+              StatusIs(kInvalid, HasSubstr("workload.api: generate is SGLang's native /generate, "
+                                           "which engine sim does not serve")));
+  v1::ExperimentSpec plain = Minimal();
+  absl::StatusOr<FrozenSpec> completions = Freeze(plain, "");
+  ASSERT_THAT(completions, IsOk());
+  EXPECT_EQ(completions->spec.workload().api(), v1::API_COMPLETIONS);
+}
 
 TEST(FreezeTest, ChecksSlurmPlacementValues) {
   const std::pair<const char*, const char*> bad[] = {

@@ -2,12 +2,14 @@
 
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "google/protobuf/duration.pb.h"
 
 namespace servelab::core::spec {
@@ -264,6 +266,43 @@ void CheckAnalysis(Problems& p, const v1::AnalysisSpec& analysis) {
   }
 }
 
+// Prefill holds an aborted request's KV blocks for abort_request_timeout;
+// the cache reset waits until no block is in use, within warmup_timeout.
+void CheckKvLeaseFitsTheReset(Problems& p, const v1::ExperimentSpec& spec) {
+  const google::protobuf::Duration& lease = spec.deployment().kv_transfer().abort_request_timeout();
+  CheckDuration(p, "deployment.kv_transfer.abort_request_timeout", lease);
+  const google::protobuf::Duration& reset = spec.limits().warmup_timeout();
+  const bool set = lease.seconds() > 0 || lease.nanos() > 0;
+  if (set && std::make_pair(lease.seconds(), lease.nanos()) >=
+                 std::make_pair(reset.seconds(), reset.nanos())) {
+    p.Add("deployment.kv_transfer.abort_request_timeout", "must be below limits.warmup_timeout (",
+          reset.seconds(), " s), got ", lease.seconds(),
+          " s: the cache reset waits out the KV "
+          "blocks prefill keeps for an aborted request");
+  }
+}
+
+// The API must be one the engine's front serves, with prompts it takes.
+void CheckApiFitsTheEngine(Problems& p, const v1::ExperimentSpec& spec) {
+  const v1::Engine engine = spec.deployment().engine();
+  const v1::Api api = spec.workload().api();
+  if (api == v1::API_GENERATE && engine != v1::ENGINE_SGLANG && engine != v1::ENGINE_COMMAND) {
+    p.Add("workload.api", "generate is SGLang's native /generate, which engine ",
+          absl::AsciiStrToLower(absl::StripPrefix(v1::Engine_Name(engine), "ENGINE_")),
+          " does not serve; use completions");
+  }
+  // sgl-router's CompletionRequest.prompt is a string or a list of strings
+  // (sgl-router src/protocols/common.rs StringOrArray): a synthetic
+  // dataset's token-id prompts would be refused before reaching SGLang.
+  const bool sgl_router =
+      engine == v1::ENGINE_SGLANG && spec.deployment().router().command_argv_size() == 0;
+  if (sgl_router && api == v1::API_COMPLETIONS && spec.workload().dataset().file().path().empty()) {
+    p.Add("workload.api",
+          "completions sends token-id prompts, which sglang_router's "
+          "/v1/completions refuses (it takes text only); use generate (/generate with input_ids)");
+  }
+}
+
 void CheckLimits(Problems& p, const v1::LimitsSpec& limits) {
   CheckDuration(p, "limits.formal_deadline", limits.formal_deadline());
   CheckDuration(p, "limits.launch_timeout", limits.launch_timeout());
@@ -283,6 +322,8 @@ absl::Status ValidateSpec(const v1::ExperimentSpec& spec) {
   CheckRequestsFitContext(p, spec);
   CheckAnalysis(p, spec.analysis());
   CheckLimits(p, spec.limits());
+  CheckKvLeaseFitsTheReset(p, spec);
+  CheckApiFitsTheEngine(p, spec);
   return p.ToStatus();
 }
 
