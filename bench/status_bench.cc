@@ -128,15 +128,17 @@ int Run(const Options& o) {
   }
   const double p99 = Percentile(during, 0.99);
   std::printf("machine: %s\n", Machine().c_str());
-  std::printf("formal load: %d requests, %d streams, %d output tokens each, sim time scale %g; "
-              "%lld sent, %.1f s formal window\n",
-              o.requests, o.streams, o.output_tokens, o.time_scale,
-              static_cast<long long>(last.progress().formal_requests_sent()),
-              last.result().whole().duration_seconds());
-  std::printf("status (GetExperiment) during the formal load, ms (%zu calls): p50 %.3f  p99 %.3f  "
-              "max %.3f   target p99 <= %.0f: %s\n",
-              during.size(), Percentile(during, 0.5), p99, Percentile(during, 1.0), kTargetP99Ms,
-              p99 <= kTargetP99Ms ? "MET" : "MISSED");
+  std::printf(
+      "formal load: %d requests, %d streams, %d output tokens each, sim time scale %g; "
+      "%lld sent, %.1f s formal window\n",
+      o.requests, o.streams, o.output_tokens, o.time_scale,
+      static_cast<long long>(last.progress().formal_requests_sent()),
+      last.result().whole().duration_seconds());
+  std::printf(
+      "status (GetExperiment) during the formal load, ms (%zu calls): p50 %.3f  p99 %.3f  "
+      "max %.3f   target p99 <= %.0f: %s\n",
+      during.size(), Percentile(during, 0.5), p99, Percentile(during, 1.0), kTargetP99Ms,
+      p99 <= kTargetP99Ms ? "MET" : "MISSED");
   std::printf("status outside the formal load, ms (%zu calls): p50 %.3f  p99 %.3f\n", other.size(),
               Percentile(other, 0.5), Percentile(other, 0.99));
   return rc;

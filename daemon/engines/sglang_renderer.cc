@@ -43,21 +43,22 @@ absl::StatusOr<core::LaunchCommand> RenderRouter(const v1::ExperimentSpec& spec,
   } else {
     SERVELAB_ASSIGN_OR_RETURN(int prefill, UpstreamPort(spec, v1::SIDE_PREFILL, endpoints));
     SERVELAB_ASSIGN_OR_RETURN(int decode, UpstreamPort(spec, v1::SIDE_DECODE, endpoints));
+    // sgl-router always opens a Prometheus listener, on 0.0.0.0:29000 unless
+    // told otherwise (router_args.py): it gets the router's host and the port
+    // after the router's when that is fixed, else a free one.
+    const bool fixed = endpoints.router_port != 0 || router.port() != 0;
+    SERVELAB_ASSIGN_OR_RETURN(const int metrics_port, fixed ? absl::StatusOr<int>(command.port + 1)
+                                                            : PickFreeLoopbackPort());
     // --prefill takes the URL and that prefill's bootstrap port
     // (sgl-router py_src/sglang_router/launch_router.py).
-    argv = {Python(spec, options),
-            "-m",
-            "sglang_router.launch_router",
-            "--pd-disaggregation",
-            "--prefill",
-            HostUrl(endpoints.prefill_host, prefill),
-            absl::StrCat(BootstrapPort(spec)),
-            "--decode",
-            HostUrl(endpoints.decode_host, decode),
-            "--host",
-            ListenHost(spec),
-            "--port",
-            absl::StrCat(command.port)};
+    argv = {Python(spec, options), "-m", "sglang_router.launch_router", "--pd-disaggregation",
+            "--prefill", HostUrl(endpoints.prefill_host, prefill),
+            absl::StrCat(BootstrapPort(spec)), "--decode", HostUrl(endpoints.decode_host, decode),
+            "--host", ListenHost(spec), "--port", absl::StrCat(command.port), "--prometheus-host",
+            ListenHost(spec), "--prometheus-port", absl::StrCat(metrics_port),
+            // A retried request would count once, with the retries' time in
+            // its latency: a failure is recorded as one instead.
+            "--disable-retries"};
     argv.insert(argv.end(), router.extra_args().begin(), router.extra_args().end());
     SERVELAB_RETURN_IF_ERROR(CheckRenderedFlags("sglang router", spec, argv, 3));
   }

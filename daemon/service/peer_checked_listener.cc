@@ -43,8 +43,8 @@ absl::StatusOr<std::unique_ptr<PeerCheckedListener>> PeerCheckedListener::Create
   int bound = bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
   umask(old_umask);
   if (bound != 0) {
-    absl::Status error = absl::UnavailableError(
-        absl::StrCat("cannot listen on unix:", path, ": ", strerror(errno)));
+    absl::Status error =
+        absl::UnavailableError(absl::StrCat("cannot listen on unix:", path, ": ", strerror(errno)));
     close(fd);
     return error;
   }
@@ -61,8 +61,8 @@ absl::StatusOr<std::unique_ptr<PeerCheckedListener>> PeerCheckedListener::Create
     unlink(path.c_str());
     return error;
   }
-  auto listener = std::unique_ptr<PeerCheckedListener>(new PeerCheckedListener(
-      fd, wake[0], wake[1], std::move(allowed_uids), std::move(accept)));
+  auto listener = std::unique_ptr<PeerCheckedListener>(
+      new PeerCheckedListener(fd, wake[0], wake[1], std::move(allowed_uids), std::move(accept)));
   listener->thread_ = std::thread([l = listener.get()] { l->AcceptLoop(); });
   return listener;
 }
