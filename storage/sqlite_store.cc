@@ -153,10 +153,13 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
   db_options.busy_timeout = options.busy_timeout;
   SERVELAB_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path, db_options));
   SERVELAB_RETURN_IF_ERROR(Migrate(*db));
-  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db)));
+  db_options.read_only = true;
+  SERVELAB_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> reader, SqliteDb::Open(path, db_options));
+  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(db), std::move(reader)));
 }
 
-SqliteStore::SqliteStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+SqliteStore::SqliteStore(std::unique_ptr<SqliteDb> db, std::unique_ptr<SqliteDb> reader)
+    : db_(std::move(db)), reader_(std::move(reader)) {}
 
 SqliteStore::~SqliteStore() = default;
 
@@ -283,14 +286,17 @@ absl::Status SqliteStore::UpdateExperiment(const v1::Experiment& experiment,
   return txn.Commit();
 }
 
-absl::StatusOr<v1::Experiment> SqliteStore::AssembleLocked(std::string_view id,
-                                                           std::string_view blob,
-                                                           std::string_view spec_sha256) {
+namespace {
+
+// Reassembles an experiment from its row blob and the specs, stages and
+// results tables, inside the caller's read transaction on `db`.
+absl::StatusOr<v1::Experiment> Assemble(SqliteDb& db, std::string_view id, std::string_view blob,
+                                        std::string_view spec_sha256) {
   v1::Experiment experiment;
   SERVELAB_RETURN_IF_ERROR(ParseBlob(blob, experiment, absl::StrCat("experiment ", ToAbsl(id))));
   {
     SERVELAB_ASSIGN_OR_RETURN(Statement spec,
-                              db_->Prepare("SELECT spec FROM specs WHERE sha256 = ?1"));
+                              db.Prepare("SELECT spec FROM specs WHERE sha256 = ?1"));
     spec.BindText(1, spec_sha256);
     SERVELAB_ASSIGN_OR_RETURN(bool found, spec.Step());
     // The foreign key makes a missing spec row impossible short of corruption.
@@ -303,7 +309,7 @@ absl::StatusOr<v1::Experiment> SqliteStore::AssembleLocked(std::string_view id,
   {
     SERVELAB_ASSIGN_OR_RETURN(
         Statement stages,
-        db_->Prepare("SELECT stage FROM stages WHERE experiment_id = ?1 ORDER BY position"));
+        db.Prepare("SELECT stage FROM stages WHERE experiment_id = ?1 ORDER BY position"));
     stages.BindText(1, id);
     while (true) {
       SERVELAB_ASSIGN_OR_RETURN(bool row, stages.Step());
@@ -314,7 +320,7 @@ absl::StatusOr<v1::Experiment> SqliteStore::AssembleLocked(std::string_view id,
   }
   {
     SERVELAB_ASSIGN_OR_RETURN(Statement result,
-                              db_->Prepare("SELECT result FROM results WHERE experiment_id = ?1"));
+                              db.Prepare("SELECT result FROM results WHERE experiment_id = ?1"));
     result.BindText(1, id);
     SERVELAB_ASSIGN_OR_RETURN(bool found, result.Step());
     if (found) {
@@ -325,23 +331,25 @@ absl::StatusOr<v1::Experiment> SqliteStore::AssembleLocked(std::string_view id,
   return experiment;
 }
 
+}  // namespace
+
 absl::StatusOr<v1::Experiment> SqliteStore::GetExperiment(std::string_view id) {
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&read_mu_);
   // One read snapshot across the row and its specs/stages/results.
-  SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kDeferred));
+  SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*reader_, TxnMode::kDeferred));
   SERVELAB_ASSIGN_OR_RETURN(
       Statement find,
-      db_->Prepare("SELECT experiment, spec_sha256 FROM experiments WHERE id = ?1"));
+      reader_->Prepare("SELECT experiment, spec_sha256 FROM experiments WHERE id = ?1"));
   find.BindText(1, id);
   SERVELAB_ASSIGN_OR_RETURN(bool found, find.Step());
   if (!found) return absl::NotFoundError(absl::StrCat("experiment ", ToAbsl(id), " not found"));
-  return AssembleLocked(id, find.ColumnBlob(0), find.ColumnText(1));
+  return Assemble(*reader_, id, find.ColumnBlob(0), find.ColumnText(1));
 }
 
 absl::StatusOr<std::vector<v1::Experiment>> SqliteStore::ListExperiments(
     const core::ExperimentFilter& filter) {
-  absl::MutexLock lock(&mu_);
-  SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kDeferred));
+  absl::MutexLock lock(&read_mu_);
+  SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*reader_, TxnMode::kDeferred));
   // Only the conditions the filter sets, so that SQLite can pick the index
   // for them (an `(?1 = '' OR scenario = ?1)` form defeats every index and
   // scans the whole table). At most 8 texts, each prepared once and cached.
@@ -354,7 +362,7 @@ absl::StatusOr<std::vector<v1::Experiment>> SqliteStore::ListExperiments(
   }
   SERVELAB_ASSIGN_OR_RETURN(
       Statement list,
-      db_->Prepare(
+      reader_->Prepare(
           absl::StrCat("SELECT id, experiment, spec_sha256 FROM experiments",
                        where.empty() ? "" : absl::StrCat(" WHERE ", absl::StrJoin(where, " AND ")),
                        " ORDER BY seq", filter.newest_first ? " DESC" : "", " LIMIT ?4")));
@@ -368,7 +376,7 @@ absl::StatusOr<std::vector<v1::Experiment>> SqliteStore::ListExperiments(
     if (!row) break;
     SERVELAB_ASSIGN_OR_RETURN(
         v1::Experiment experiment,
-        AssembleLocked(list.ColumnText(0), list.ColumnBlob(1), list.ColumnText(2)));
+        Assemble(*reader_, list.ColumnText(0), list.ColumnBlob(1), list.ColumnText(2)));
     experiments.push_back(std::move(experiment));
   }
   return experiments;

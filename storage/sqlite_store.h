@@ -91,7 +91,7 @@ class SqliteStore : public core::Store {
   void SetFailpointForTesting(Failpoint failpoint);
 
  private:
-  explicit SqliteStore(std::unique_ptr<SqliteDb> db);
+  SqliteStore(std::unique_ptr<SqliteDb> db, std::unique_ptr<SqliteDb> reader);
 
   // Writes the spec (if new), the experiment row with `seq`, its stages and
   // result. `insert` chooses INSERT over UPDATE of the experiment row.
@@ -104,17 +104,17 @@ class SqliteStore : public core::Store {
   absl::Status AppendEventLocked(std::string_view experiment_id, const core::Event& event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status RunFailpointLocked(std::string_view point) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Reassembles an experiment from its row blob and the specs, stages and
-  // results tables.
-  absl::StatusOr<v1::Experiment> AssembleLocked(std::string_view id, std::string_view blob,
-                                                std::string_view spec_sha256)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<bool> ExperimentExistsLocked(std::string_view id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
   std::unique_ptr<SqliteDb> db_ ABSL_GUARDED_BY(mu_);
   Failpoint failpoint_ ABSL_GUARDED_BY(mu_);
+  // A second, read-only connection for GetExperiment and ListExperiments:
+  // under WAL it reads the last commit while db_ writes, so a status call
+  // never waits behind a batch of request records and its fsync.
+  absl::Mutex read_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::unique_ptr<SqliteDb> reader_ ABSL_GUARDED_BY(read_mu_);
 };
 
 }  // namespace servelab::storage

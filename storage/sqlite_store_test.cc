@@ -388,6 +388,32 @@ TEST_F(SqliteStoreTest, FailedUpdateWritesNeitherStateNorEvent) {
   EXPECT_THAT(*store_->ListEvents(id), SizeIs(2));
 }
 
+// Status and list read on their own connection: they never wait for a write
+// in progress (a batch of request records and its fsync, during a load), and
+// they see the last commit, not the write under way. The failpoint runs
+// inside UpdateExperiment's transaction, with the writer's lock held.
+TEST_F(SqliteStoreTest, ReadsDoNotWaitForAWriteInProgressAndSeeTheLastCommit) {
+  std::string id = Create(MakeExperiment("s", "sha"));
+  v1::ExperimentState seen = v1::EXPERIMENT_STATE_UNSPECIFIED;
+  size_t listed = 0;
+  store_->SetFailpointForTesting([&](std::string_view point) {
+    if (point != "update") return absl::OkStatus();
+    absl::StatusOr<v1::Experiment> during = store_->GetExperiment(id);
+    if (!during.ok()) return during.status();
+    seen = during->state();
+    absl::StatusOr<std::vector<v1::Experiment>> list = store_->ListExperiments({});
+    if (!list.ok()) return list.status();
+    listed = list->size();
+    return absl::OkStatus();
+  });
+  v1::Experiment e = *store_->GetExperiment(id);
+  e.set_state(v1::EXPERIMENT_STATE_RUNNING);
+  ASSERT_THAT(store_->UpdateExperiment(e, MakeEvent("state", "QUEUED -> RUNNING", 2)), IsOk());
+  EXPECT_EQ(seen, v1::EXPERIMENT_STATE_QUEUED);
+  EXPECT_EQ(listed, 1u);
+  EXPECT_EQ(store_->GetExperiment(id)->state(), v1::EXPERIMENT_STATE_RUNNING);
+}
+
 TEST_F(SqliteStoreTest, FailedCreateWritesNothing) {
   store_->SetFailpointForTesting(
       [](std::string_view point) { return absl::UnavailableError("injected"); });
