@@ -1,9 +1,11 @@
 #include "bench/bench_common.h"
 
 #include <sched.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -37,6 +39,15 @@ double SelfCpuSeconds() {
   rusage u;
   getrusage(RUSAGE_SELF, &u);
   return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+std::string MakeWorkDir(const std::string& name) {
+  std::string path = "/tmp/" + name + ".XXXXXX";
+  if (mkdtemp(path.data()) == nullptr) {
+    std::perror("mkdtemp");
+    return "";
+  }
+  return path;
 }
 
 std::string SiblingBinary(const std::string& name) {

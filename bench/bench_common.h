@@ -18,6 +18,10 @@ void PinTo(int core);
 // User + system CPU seconds of this process so far.
 double SelfCpuSeconds();
 
+// A fresh directory /tmp/NAME.XXXXXX for the benchmark's files; empty (after
+// printing why) when it cannot be made.
+std::string MakeWorkDir(const std::string& name);
+
 // The executable `name` in this benchmark's own directory (build/bin).
 std::string SiblingBinary(const std::string& name);
 

@@ -99,6 +99,7 @@ std::string Daemon::WaitForAddress() {
     return std::filesystem::exists(addr_file) && std::filesystem::last_write_time(addr_file) > old;
   };
   if (!WaitUntil([&] { return written() || !Running(); }, kDaemonStartTimeout) || !Running()) {
+    std::fprintf(stderr, "servelabd did not come up; log:\n%s\n", ReadFile(log_path_).c_str());
     return "";
   }
   std::string addr = ReadFile(addr_file);

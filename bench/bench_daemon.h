@@ -35,7 +35,8 @@ class Daemon {
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
 
-  // The gRPC target, once the daemon wrote its address; empty if it died or timed out.
+  // The gRPC target, once the daemon wrote its address; empty, after printing
+  // its log to stderr, if it died or timed out.
   std::string WaitForAddress();
   bool Running();
   // SIGTERM, then SIGKILL if it has not exited within 15 s.

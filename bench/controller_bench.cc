@@ -143,12 +143,8 @@ Timing Measure(const v1::Experiment& e, absl::Time submit_returned) {
 
 int Run(const std::string& spec_path, int deltas, double time_scale) {
   const std::string bin_dir = fs::read_symlink("/proc/self/exe").parent_path().string();
-  char tmpl[] = "/tmp/controller_bench.XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) {
-    std::perror("mkdtemp");
-    return 1;
-  }
-  const std::string work_dir = tmpl;
+  const std::string work_dir = MakeWorkDir("controller_bench");
+  if (work_dir.empty()) return 1;
   std::string spec_text = ReadFile(spec_path);
   if (spec_text.empty()) {
     std::fprintf(stderr, "cannot read spec %s\n", spec_path.c_str());
@@ -162,8 +158,6 @@ int Run(const std::string& spec_path, int deltas, double time_scale) {
     Daemon daemon(bin_dir, work_dir, time_scale);
     std::string target = daemon.WaitForAddress();
     if (target.empty()) {
-      std::fprintf(stderr, "servelabd did not come up; log:\n%s\n",
-                   ReadFile(daemon.log_path()).c_str());
       fs::remove_all(work_dir);
       return 1;
     }

@@ -151,8 +151,8 @@ int Main(int argc, char** argv) {
   app.add_option("--sim", sim_path, "servelab-sim binary (default: beside this one)");
   CLI11_PARSE(app, argc, argv);
   if (sim_path.empty()) sim_path = SiblingBinary("servelab-sim");
-  char dir_template[] = "/tmp/loadgen_bench.XXXXXX";
-  std::string dir = mkdtemp(dir_template);
+  const std::string dir = MakeWorkDir("loadgen_bench");
+  if (dir.empty()) return 1;
   std::string port_file = dir + "/port";
   std::string config = WriteStreamingSimConfig(dir, decode_seconds, 0.005, requests + 10);
 

@@ -161,8 +161,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (sim_path.empty()) sim_path = SiblingBinary("servelab-sim");
 
-  char dir_template[] = "/tmp/sim_bench.XXXXXX";
-  std::string dir = mkdtemp(dir_template);
+  const std::string dir = MakeWorkDir("sim_bench");
+  if (dir.empty()) return 1;
   std::string port_file = dir + "/port";
   std::string config = WriteStreamingSimConfig(dir, decode_seconds, 0, 1000);
   std::string scale = std::to_string(time_scale);

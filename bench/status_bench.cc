@@ -68,12 +68,8 @@ v1::SubmitExperimentRequest LoadRequest(const Options& o) {
 
 int Run(const Options& o) {
   const std::string bin_dir = fs::read_symlink("/proc/self/exe").parent_path().string();
-  char tmpl[] = "/tmp/status_bench.XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) {
-    std::perror("mkdtemp");
-    return 1;
-  }
-  const std::string work_dir = tmpl;
+  const std::string work_dir = MakeWorkDir("status_bench");
+  if (work_dir.empty()) return 1;
   std::set<pid_t> instance_pids;
   std::vector<double> during, other;
   v1::Experiment last;
@@ -82,8 +78,6 @@ int Run(const Options& o) {
     Daemon daemon(bin_dir, work_dir, o.time_scale);
     std::string target = daemon.WaitForAddress();
     if (target.empty()) {
-      std::fprintf(stderr, "servelabd did not come up; log:\n%s\n",
-                   ReadFile(daemon.log_path()).c_str());
       fs::remove_all(work_dir);
       return 1;
     }

@@ -22,6 +22,7 @@
 #include "client/cli_io.h"
 #include "client/exit_codes.h"
 #include "client/output.h"
+#include "common/pem_file.h"
 #include "servelab/v1/service.grpc.pb.h"
 
 namespace servelab::client {
@@ -605,14 +606,12 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     tls_ca = env;
   }
   if (!tls_ca.empty()) {
-    std::ifstream in(tls_ca, std::ios::binary);
-    std::stringstream pem;
-    pem << in.rdbuf();
-    if (!in.good() || pem.str().find("-----BEGIN ") == std::string::npos) {
-      err << "error: usage: --tls-ca " << tls_ca << ": not a readable PEM file\n";
+    absl::StatusOr<std::string> pem = ReadPemFile(tls_ca);
+    if (!pem.ok()) {
+      err << "error: usage: --tls-ca " << pem.status().message() << "\n";
       return kExitUsage;
     }
-    cli.tls_ca_pem = pem.str();
+    cli.tls_ca_pem = *std::move(pem);
   }
   return run ? run() : kExitUsage;
 }

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/labels.h"
+#include "common/status_macros.h"
 
 namespace servelab::engines {
 
@@ -59,25 +60,41 @@ std::string InstanceFieldPath(v1::Side side) {
   return absl::StrCat("deployment.", SideLabel(side));
 }
 
-absl::StatusOr<int> ChoosePort(const v1::ExperimentSpec& spec, v1::Side side,
-                               const core::Endpoints& endpoints) {
-  int fixed = 0, from_spec = 0;
+namespace {
+
+// The port the caller fixed for `side` (0: none) and the spec's (0: none).
+struct GivenPorts {
+  int fixed = 0;
+  int from_spec = 0;
+};
+
+absl::StatusOr<GivenPorts> PortsGiven(const v1::ExperimentSpec& spec, v1::Side side,
+                                      const core::Endpoints& endpoints) {
   switch (side) {
     case v1::SIDE_PREFILL:
-      fixed = endpoints.prefill_port;
-      from_spec = spec.deployment().prefill().port();
-      break;
+      return GivenPorts{endpoints.prefill_port, spec.deployment().prefill().port()};
     case v1::SIDE_DECODE:
-      fixed = endpoints.decode_port;
-      from_spec = spec.deployment().decode().port();
-      break;
+      return GivenPorts{endpoints.decode_port, spec.deployment().decode().port()};
     case v1::SIDE_ROUTER:
-      fixed = endpoints.router_port;
-      from_spec = spec.deployment().router().port();
-      break;
+      return GivenPorts{endpoints.router_port, spec.deployment().router().port()};
     default:
       return absl::InvalidArgumentError("cannot render side SIDE_UNSPECIFIED");
   }
+}
+
+}  // namespace
+
+absl::StatusOr<int> PortBeside(const v1::ExperimentSpec& spec, v1::Side side,
+                               const core::Endpoints& endpoints, int port, int offset) {
+  SERVELAB_ASSIGN_OR_RETURN(GivenPorts given, PortsGiven(spec, side, endpoints));
+  if (given.fixed != 0 || given.from_spec != 0) return port + offset;
+  return PickFreeLoopbackPort();
+}
+
+absl::StatusOr<int> ChoosePort(const v1::ExperimentSpec& spec, v1::Side side,
+                               const core::Endpoints& endpoints) {
+  SERVELAB_ASSIGN_OR_RETURN(GivenPorts given, PortsGiven(spec, side, endpoints));
+  const int fixed = given.fixed, from_spec = given.from_spec;
   if (fixed != 0) return fixed;
   if (from_spec < 0 || from_spec > 65535) {
     return absl::InvalidArgumentError(

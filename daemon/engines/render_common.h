@@ -45,6 +45,12 @@ std::string InstanceFieldPath(v1::Side side);
 // The port `side` listens on, by the rule above.
 absl::StatusOr<int> ChoosePort(const v1::ExperimentSpec& spec, v1::Side side,
                                const core::Endpoints& endpoints);
+// Another port a process of `side` listens on beside `port` (the one
+// ChoosePort gave): `offset` after it when that port is fixed (by the caller
+// or the spec), so a user can open exactly that range; otherwise a free one,
+// since "port + offset" of a picked port may be anyone's ephemeral port.
+absl::StatusOr<int> PortBeside(const v1::ExperimentSpec& spec, v1::Side side,
+                               const core::Endpoints& endpoints, int port, int offset);
 // The port of an upstream (prefill or decode) that a router connects to:
 // from `endpoints`, else the spec. FAILED_PRECONDITION when neither knows it
 // (render and launch that side first).

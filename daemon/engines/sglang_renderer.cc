@@ -44,11 +44,10 @@ absl::StatusOr<core::LaunchCommand> RenderRouter(const v1::ExperimentSpec& spec,
     SERVELAB_ASSIGN_OR_RETURN(int prefill, UpstreamPort(spec, v1::SIDE_PREFILL, endpoints));
     SERVELAB_ASSIGN_OR_RETURN(int decode, UpstreamPort(spec, v1::SIDE_DECODE, endpoints));
     // sgl-router always opens a Prometheus listener, on 0.0.0.0:29000 unless
-    // told otherwise (router_args.py): it gets the router's host and the port
-    // after the router's when that is fixed, else a free one.
-    const bool fixed = endpoints.router_port != 0 || router.port() != 0;
-    SERVELAB_ASSIGN_OR_RETURN(const int metrics_port, fixed ? absl::StatusOr<int>(command.port + 1)
-                                                            : PickFreeLoopbackPort());
+    // told otherwise (router_args.py): it gets the router's host and a port
+    // beside the router's.
+    SERVELAB_ASSIGN_OR_RETURN(const int metrics_port,
+                              PortBeside(spec, v1::SIDE_ROUTER, endpoints, command.port, 1));
     // --prefill takes the URL and that prefill's bootstrap port
     // (sgl-router py_src/sglang_router/launch_router.py).
     argv = {Python(spec, options), "-m", "sglang_router.launch_router", "--pd-disaggregation",

@@ -142,16 +142,11 @@ absl::StatusOr<core::LaunchCommand> RenderVllm(const v1::ExperimentSpec& spec, v
   args.platform_env = PlatformEnv(spec, side, endpoints, platform);
   command.served_model = is.served_model_name().empty() ? is.model() : is.served_model_name();
 
-  // With a fixed port (the spec's, or one the caller fixed) the ranks listen
-  // on the ports after it and the DP coordinator's RPC port follows, so a
-  // user can open exactly that range. Otherwise every port is picked free:
-  // "port + r" of a picked port may be anyone's ephemeral port.
+  // Ranks 1..N-1 listen beside rank 0, and the DP coordinator's RPC port
+  // follows them (PortBeside: consecutive when the port is fixed).
   const int ranks = is.external_data_parallel() ? dp : 1;
-  const int fixed = side == v1::SIDE_PREFILL ? endpoints.prefill_port : endpoints.decode_port;
-  const bool consecutive = fixed != 0 || is.port() != 0;
-  auto next_port = [&](int offset) -> absl::StatusOr<int> {
-    if (consecutive) return command.port + offset;
-    return PickFreeLoopbackPort();
+  auto next_port = [&](int offset) {
+    return PortBeside(spec, side, endpoints, command.port, offset);
   };
   SERVELAB_ASSIGN_OR_RETURN(const int rpc_port, next_port(ranks));
   SERVELAB_RETURN_IF_ERROR(RenderServe(spec, side, args, platform, command.port, 0, ranks, rpc_port,

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/atomic_file.h"
+#include "common/pem_file.h"
 #include "common/status_macros.h"
 #include "daemon/engines/engine_set.h"
 #include "daemon/load/loadgen_driver.h"
@@ -69,21 +70,11 @@ absl::Status RemoveStaleSocket(const std::string& path) {
   return absl::OkStatus();
 }
 
-// A readable regular file's content, or INVALID_ARGUMENT naming the flag.
+// The PEM behind a TLS flag; errors name the flag.
 absl::StatusOr<std::string> ReadPem(const char* flag, const std::string& path) {
-  std::error_code error;
-  if (!fs::is_regular_file(path, error)) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": not a readable file"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": cannot read"));
-  }
-  if (content.find("-----BEGIN ") == std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": not a PEM file"));
-  }
-  return content;
+  absl::StatusOr<std::string> pem = ReadPemFile(path);
+  if (!pem.ok()) return absl::InvalidArgumentError(absl::StrCat(flag, " ", pem.status().message()));
+  return pem;
 }
 
 // TLS only on TCP, both files or neither, and never plain text off the host
