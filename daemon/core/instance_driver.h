@@ -41,8 +41,11 @@ struct LaunchCommand {
   v1::Side side = v1::SIDE_UNSPECIFIED;
   std::vector<std::string> argv;           // argv[0] is an absolute path.
   std::map<std::string, std::string> env;  // Added to a clean base environment.
-  int port = 0;                            // Where it will listen (loopback).
-  std::string log_path;                    // stdout+stderr go here.
+  // Variables the processes take from servelabd's own environment, by name
+  // (the spec's pass_env: secrets). Read at spawn, never stored or shown.
+  std::vector<std::string> pass_env;
+  int port = 0;          // Where it will listen (loopback).
+  std::string log_path;  // stdout+stderr go here.
   // Files Launch writes (path -> content) before it starts argv, e.g. a
   // per-instance config file that argv names. Part of what preflight shows.
   std::map<std::string, std::string> files;

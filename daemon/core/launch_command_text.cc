@@ -9,6 +9,10 @@ std::string CommandToText(const core::LaunchCommand& command) {
   for (const std::string& arg : command.argv) absl::StrAppend(&text, arg, "\n");
   for (const auto& [name, value] : command.env)
     absl::StrAppend(&text, "env ", name, "=", value, "\n");
+  // Only the name: the value is the daemon's, read at spawn (a secret).
+  for (const std::string& name : command.pass_env) {
+    absl::StrAppend(&text, "env ", name, " from servelabd's environment\n");
+  }
   absl::StrAppend(&text, "port ", command.port, "\nlog ", command.log_path, "\n");
   for (const auto& [path, content] : command.files) {
     absl::StrAppend(&text, "file ", path, "\n", content);

@@ -9,6 +9,7 @@
 #include "common/status_macros.h"
 #include "daemon/core/launch_command_text.h"
 #include "daemon/core/ledger.h"
+#include "daemon/core/passed_env.h"
 #include "daemon/core/spec/freeze.h"
 #include "daemon/core/stages.h"
 #include "google/protobuf/util/time_util.h"
@@ -126,6 +127,7 @@ absl::StatusOr<Counters> Preflight(StageEnv& env, const v1::Experiment& e) {
           SideLabel(command.side), ": launch command \"",
           command.argv.empty() ? "" : command.argv[0], "\" is not an executable file"));
     }
+    SERVELAB_RETURN_IF_ERROR(MissingPassedEnv(command));
     counters[absl::StrCat(SideLabel(command.side), "_processes")] = 1 + command.extra_ranks.size();
   }
   const v1::ExperimentSpec& spec = e.spec();

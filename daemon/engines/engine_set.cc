@@ -28,6 +28,10 @@ absl::StatusOr<core::LaunchCommand> EngineSet::Render(const v1::ExperimentSpec& 
   SERVELAB_ASSIGN_OR_RETURN(core::LaunchCommand command,
                             engine->Render(spec, side, endpoints, log_dir));
   command.engine = spec.deployment().engine();
+  const auto& pass_env = side == v1::SIDE_ROUTER    ? spec.deployment().router().pass_env()
+                         : side == v1::SIDE_PREFILL ? spec.deployment().prefill().pass_env()
+                                                    : spec.deployment().decode().pass_env();
+  command.pass_env.assign(pass_env.begin(), pass_env.end());
   return command;
 }
 

@@ -9,6 +9,7 @@
 #include "common/atomic_file.h"
 #include "common/json_quote.h"
 #include "common/status_macros.h"
+#include "daemon/core/passed_env.h"
 #include "daemon/engines/http_client.h"
 #include "daemon/engines/render_common.h"
 #include "daemon/placement/process_launcher.h"
@@ -149,6 +150,7 @@ absl::StatusOr<v1::RankProcess> ProcessEngine::Spawn(const core::LaunchCommand& 
                                                      const std::string& name) {
   SERVELAB_ASSIGN_OR_RETURN(placement::Placement * where, placements().ForSpec(command.placement));
   placement::PlacementRequest request{argv, env, log_path, name, command.node, command.devices};
+  SERVELAB_RETURN_IF_ERROR(core::AddPassedEnv(command, request.env));
   if (!placements().owner().empty()) request.env[placement::kOwnerVariable] = placements().owner();
   SERVELAB_ASSIGN_OR_RETURN(placement::PlacedProcess placed, where->Spawn(request));
   v1::RankProcess process;

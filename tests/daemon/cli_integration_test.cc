@@ -432,6 +432,10 @@ TEST_F(BadInputTest, EachIsRefusedClearlyAndNothingIsStored) {
        "INVALID_ARGUMENT", "workload.concurrency"},
       {"--set concurrency 0", delta({"workload.concurrency=0"}), kExitInvalidArgument,
        "INVALID_ARGUMENT", "workload.concurrency"},
+      {"a secret's value in env", delta({"deployment.prefill.env.HF_TOKEN=hf_x"}),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "deployment.prefill.env.HF_TOKEN"},
+      {"pass_env not a variable name", delta({"deployment.decode.pass_env=[\"1BAD\"]"}),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "deployment.decode.pass_env[0]"},
       {"--unset on a missing path",
        [](CliIntegrationTest&, const std::string& base) {
          return std::vector<std::string>{"submit", "--base", base, "--unset", "workload.nope"};

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "daemon/core/spec/environment.h"
 #include "google/protobuf/duration.pb.h"
 
 namespace servelab::core::spec {
@@ -113,6 +114,17 @@ bool SlurmWord(const std::string& value, absl::string_view extra) {
   return true;
 }
 
+void CheckEnvironments(Problems& p, const v1::DeploymentSpec& deployment) {
+  const std::vector<EnvProblem> problems[] = {
+      EnvProblems("deployment.prefill", deployment.prefill().env(),
+                  deployment.prefill().pass_env()),
+      EnvProblems("deployment.decode", deployment.decode().env(), deployment.decode().pass_env()),
+      EnvProblems("deployment.router", deployment.router().env(), deployment.router().pass_env())};
+  for (const std::vector<EnvProblem>& holder : problems) {
+    for (const EnvProblem& problem : holder) p.Add(problem.path, problem.reason);
+  }
+}
+
 void CheckPlacement(Problems& p, const v1::DeploymentSpec& deployment) {
   const std::pair<const char*, const std::string*> nodes[] = {
       {"deployment.prefill.node", &deployment.prefill().node()},
@@ -162,6 +174,7 @@ void CheckDeployment(Problems& p, const v1::DeploymentSpec& deployment) {
   CheckPlacement(p, deployment);
   CheckSide(p, "deployment.prefill", deployment.prefill(), deployment.engine());
   CheckSide(p, "deployment.decode", deployment.decode(), deployment.engine());
+  CheckEnvironments(p, deployment);
   // Device ids are per machine: sides on two different Slurm nodes may
   // both use device 0.
   const bool same_machine = deployment.placement().kind() != v1::PLACEMENT_KIND_SLURM ||
