@@ -83,7 +83,7 @@ const char* ServeTool(VllmPlatform platform) {
 }
 
 absl::StatusOr<std::string> KvTransferConfig(const v1::ExperimentSpec& spec, v1::Side side,
-                                             VllmPlatform platform) {
+                                             VllmPlatform platform, int external_rank) {
   const std::string connector = Connector(spec, platform);
   const char* role = side == v1::SIDE_PREFILL ? "kv_producer" : "kv_consumer";
   if (platform == VllmPlatform::kCuda) {
@@ -116,7 +116,16 @@ absl::StatusOr<std::string> KvTransferConfig(const v1::ExperimentSpec& spec, v1:
                        ? spec.deployment().kv_transfer().kv_port()
                        : kDefaultMooncakeKvPort;
   // Decode's ports start after every prefill rank's, so one host holds both.
-  const int kv_port = side == v1::SIDE_PREFILL ? base : base + Ranks(p);
+  // A worker binds kv_port + data_parallel_rank_local * tp + tp_rank
+  // (vllm-ascend 0.11.0rc0 mooncake_connector.py), and a process started with
+  // --data-parallel-rank N has data_parallel_rank_local 0 (vLLM arg_utils), so
+  // every external rank would bind the same ports: rank r gets its own base,
+  // reproducing the internal-DP layout. Decode learns prefill's port from
+  // kv_transfer_params (remote_port), not from this base. Later vllm-ascend
+  // offsets by the global rank, which needs its own rule with its flag table.
+  const v1::InstanceSpec& own = side == v1::SIDE_PREFILL ? p : d;
+  const int kv_port = (side == v1::SIDE_PREFILL ? base : base + Ranks(p)) +
+                      external_rank * std::max(1, own.tensor_parallel());
   return absl::StrCat(
       R"({"kv_connector":")", connector, R"(","kv_role":")", role, R"(","kv_port":")", kv_port,
       R"(","engine_id":")", side == v1::SIDE_PREFILL ? 0 : 1, R"(","kv_connector_module_path":")",

@@ -35,10 +35,11 @@ const char* DeviceVariable(VllmPlatform platform);
 // "vllm serve" or "vllm-ascend serve": the flag table to check against.
 const char* ServeTool(VllmPlatform platform);
 
-// --kv-transfer-config for `side`. INVALID_ARGUMENT naming
+// --kv-transfer-config for `side`, for the process of DP rank `external_rank`
+// when each rank is its own process (0 otherwise). INVALID_ARGUMENT naming
 // deployment.kv_transfer.backend for a connector the platform lacks.
 absl::StatusOr<std::string> KvTransferConfig(const v1::ExperimentSpec& spec, v1::Side side,
-                                             VllmPlatform platform);
+                                             VllmPlatform platform, int external_rank);
 
 // Environment the platform needs for `side` (before the spec's own env);
 // `endpoints` gives the side's own address, which NIXL advertises.

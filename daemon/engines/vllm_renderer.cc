@@ -57,7 +57,6 @@ absl::StatusOr<std::string> RankDevices(const v1::InstanceSpec& is, int rank, in
 
 struct ServeArgs {
   std::string binary;
-  std::string kv_transfer_config;
   std::string additional_config;
   std::map<std::string, std::string> platform_env;
 };
@@ -99,12 +98,21 @@ absl::Status RenderServe(const v1::ExperimentSpec& spec, v1::Side side, const Se
     argv.insert(argv.end(), {"--additional-config", args.additional_config});
   }
   argv.push_back("--enable-prompt-tokens-details");
-  argv.insert(argv.end(), {"--kv-transfer-config", args.kv_transfer_config});
+  SERVELAB_ASSIGN_OR_RETURN(const std::string kv_transfer_config,
+                            KvTransferConfig(spec, side, platform, ranks > 1 ? rank : 0));
+  argv.insert(argv.end(), {"--kv-transfer-config", kv_transfer_config});
   argv.insert(argv.end(), is.extra_args().begin(), is.extra_args().end());
 
   SERVELAB_ASSIGN_OR_RETURN(std::string devices,
                             ranks > 1 ? RankDevices(is, rank, ranks, field) : JoinDevices(is));
   if (!devices.empty()) env[DeviceVariable(platform)] = devices;
+  // The Mooncake connector names its device npu_<id> from
+  // PHYSICAL_DEVICES[data_parallel_rank_local * tp ...] (vllm-ascend envs.py,
+  // mooncake_connector.py); without it every external rank, local rank 0,
+  // would claim the side's first devices.
+  if (platform == VllmPlatform::kAscend && ranks > 1 && !devices.empty()) {
+    env["PHYSICAL_DEVICES"] = devices;
+  }
   env["VLLM_SERVER_DEV_MODE"] = "1";
   env.insert(args.platform_env.begin(), args.platform_env.end());
   for (const auto& [name, value] : is.env()) env[name] = value;
@@ -137,7 +145,9 @@ absl::StatusOr<core::LaunchCommand> RenderVllm(const v1::ExperimentSpec& spec, v
   args.binary = spec.deployment().programs().vllm_binary().empty()
                     ? options.vllm_binary
                     : spec.deployment().programs().vllm_binary();
-  SERVELAB_ASSIGN_OR_RETURN(args.kv_transfer_config, KvTransferConfig(spec, side, platform));
+  // Rendered once before the ranks: a backend the platform lacks is named
+  // even for a single process.
+  SERVELAB_RETURN_IF_ERROR(KvTransferConfig(spec, side, platform, 0).status());
   SERVELAB_ASSIGN_OR_RETURN(args.additional_config, AdditionalConfig(spec, side, platform));
   args.platform_env = PlatformEnv(spec, side, endpoints, platform);
   command.served_model = is.served_model_name().empty() ? is.model() : is.served_model_name();

@@ -200,6 +200,27 @@ TEST_F(ShimDaemonTest, ExternalDpRankLostWhileDaemonDownIsNotAdoptedHalf) {
   EXPECT_GT(Counter(next, v1::STAGE_LAUNCH_DECODE, "rank1_pid"), 0);
 }
 
+// Prefill as external DP ranks on one host: each `vllm serve
+// --data-parallel-rank N` has data_parallel_rank_local 0, so the Mooncake
+// connector would bind every rank's handshake ports at the same kv_port.
+// The shim binds them as the connector does, so a shared kv_port fails the
+// second rank's launch; each rank's own kv_port lets the whole load through.
+TEST_F(ShimDaemonTest, ExternalDpPrefillRanksEachBindTheirOwnMooncakePorts) {
+  StartDaemon();
+  v1::Experiment e = WaitFinal(SubmitSpec("tests/workflow/testdata/pd-vllm-ascend.yaml",
+                                          {"--set", "deployment.prefill.data_parallel=2", "--set",
+                                           "deployment.prefill.tensor_parallel=1", "--set",
+                                           "deployment.prefill.external_data_parallel=true"}));
+  ASSERT_EQ(e.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << e.blocker();
+  EXPECT_GT(Counter(e, v1::STAGE_LAUNCH_PREFILL, "rank1_pid"), 0);
+  EXPECT_EQ(e.result().whole().requests_completed(), 64);
+  // Each rank names its own device to Mooncake.
+  RunResult plan = Cli({"plan", "--base", e.id(), "--set", "workload.concurrency=8"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_THAT(plan.out, HasSubstr("env PHYSICAL_DEVICES=0\n"));
+  EXPECT_THAT(plan.out, HasSubstr("env PHYSICAL_DEVICES=1\n"));
+}
+
 // A flag the engine release lacks fails preflight: nothing launched, and
 // `servelab plan` names it before anything is stored.
 TEST_P(RealEngineTest, FlagTheEngineLacksFailsBeforeAnyLaunch) {
