@@ -32,8 +32,9 @@ std::string ResumeAction(v1::FailureClass failure_class, v1::StageName failed) {
       return "confirm the instances drained, then run a new formal attempt (earlier raw records "
              "are kept)";
     case v1::LOAD_END_UNKNOWN:
-      return "the lane stays held until the instances drain; then the drain is confirmed and the "
-             "stored formal load analyzed (a load that did not finish gets a new attempt)";
+      return "the lane stays held until the instances drain (or `servelab release` stops them); "
+             "then the drain is confirmed and the stored formal load analyzed (a load that did "
+             "not finish gets a new attempt)";
     case v1::ANALYSIS_FAILED:
       return "rerun analyze and decide on the stored raw records; no request is sent";
     default:

@@ -20,12 +20,32 @@ namespace {
 using google::protobuf::util::TimeUtil;
 
 // Instances that still hold requests, as "decode: 3 running, 1 waiting".
+bool IsGone(StageEnv& env, const v1::ServingInstance& instance) {
+  absl::StatusOr<bool> alive = env.instances.Alive(instance);
+  return alive.ok() && !*alive;
+}
+
+// The instances that exited, e.g. during a load: "decode (pid 4242)".
+absl::StatusOr<std::vector<std::string>> GoneInstances(StageEnv& env) {
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, env.store.ListInstances());
+  std::vector<std::string> gone;
+  for (const v1::ServingInstance& instance : instances) {
+    if (IsGone(env, instance)) {
+      gone.push_back(absl::StrCat(SideLabel(instance.side()), " (", InstancePlace(instance), ")"));
+    }
+  }
+  return gone;
+}
+
 absl::StatusOr<std::vector<std::string>> BusyInstances(StageEnv& env) {
   SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, env.store.ListInstances());
   std::vector<std::string> busy;
   for (const v1::ServingInstance& instance : instances) {
     if (instance.side() == v1::SIDE_ROUTER) continue;  // Routers keep no queue of their own.
     absl::StatusOr<InstanceCounters> c = env.instances.Scrape(instance);
+    // A process known to be gone holds no request: its requests ended (as
+    // failures). One that cannot be told (Slurm unreachable) stays busy.
+    if (!c.ok() && IsGone(env, instance)) continue;
     if (!c.ok()) {
       busy.push_back(absl::StrCat(SideLabel(instance.side()), ": ", c.status().message()));
     } else if (c->HoldsRequests()) {
@@ -303,6 +323,15 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
     }
   }
   if (env.cancel.load()) return absl::CancelledError("cancelled during the formal load");
+  // An instance that died under the load cut it short, whatever the load
+  // generator saw (failed requests, or none yet): the load is interrupted,
+  // not finished, and resume relaunches the dead side (docs/design.md §7).
+  SERVELAB_ASSIGN_OR_RETURN(std::vector<std::string> gone, GoneInstances(env));
+  if (!gone.empty()) {
+    return absl::UnavailableError(absl::StrCat(
+        absl::StrJoin(gone, ", "), " exited during the formal load (", totals.failed, " of ",
+        totals.sent, " sent requests failed); resume relaunches it for a new attempt"));
+  }
   if (!failed.ok()) return failed;
   return counters;
 }

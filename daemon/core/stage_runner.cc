@@ -413,7 +413,14 @@ void StageRunner::RunLane(const std::string& id, absl::Time released) {
     return;
   }
   if (cancel->load()) return FinishCancelled(id);
-  if (!formal_error.ok()) return FailExperiment(id, v1::STAGE_FORMAL_LOAD, formal_error);
+  if (!formal_error.ok()) {
+    // A side that died under the load is not hot any more: the summary and
+    // the next plan must not count on it.
+    if (absl::Status forgotten = ForgetLostInstances(id); !forgotten.ok()) {
+      return FailExperiment(id, v1::STAGE_FORMAL_LOAD, forgotten);
+    }
+    return FailExperiment(id, v1::STAGE_FORMAL_LOAD, formal_error);
+  }
   absl::MutexLock lock(&mu_);
   cpu_tasks_.push_back([this, id] { RunAnalysis(id); });
 }
@@ -453,6 +460,10 @@ void StageRunner::HoldLaneUntilDrained(const std::string& id) {
   // load starts on top of it. Latched: nothing new will start on the lane,
   // and a restart's formal load confirms the drain before it sends.
   if (latched()) return;
+  {
+    absl::MutexLock lock(&mu_);
+    lane_.holding_for_drain = true;
+  }
   std::atomic<bool> never(false);
   StageEnv hold = Env(never);
   while (true) {
@@ -630,38 +641,46 @@ void StageRunner::SetBlocker(const std::string& id, const std::string& blocker) 
 
 absl::Status StageRunner::Replan(const std::string& id) {
   SERVELAB_ASSIGN_OR_RETURN(std::optional<HotDeployment> hot, ReadHotDeployment(ledger_.store()));
-  return Commit(
-             id,
-             [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
-               // The plan made at submit compared with what ran then; the lane compares
-               // with what runs now (an experiment ahead in the queue may have changed it).
-               v1::Plan plan = MakePlan({.spec = e.spec(), .hot = hot});
-               std::string changed;
-               for (const v1::PlannedStage& planned : plan.stages()) {
-                 if (!IsLaneStage(planned.stage())) continue;
-                 v1::Stage& stage = *FindStage(e, planned.stage());
-                 bool stale_launch = false;
-                 const v1::Side side = StageInfoOf(planned.stage()).launches;
-                 if (side != v1::SIDE_UNSPECIFIED && Done(stage.status())) {
-                   stale_launch = !hot.has_value() || FingerprintOf(hot->fingerprints, side) !=
-                                                          FingerprintOf(plan.fingerprints(), side);
-                 }
-                 if (Done(stage.status()) && !stale_launch) continue;
-                 if (stale_launch) ResetStage(stage);
-                 if (stage.action() != planned.action()) {
-                   absl::StrAppend(&changed, changed.empty() ? "" : ", ",
-                                   StageLabel(planned.stage()), " ", ActionLabel(stage.action()),
-                                   " -> ", ActionLabel(planned.action()));
-                 }
-                 stage.set_action(planned.action());
-                 stage.set_reason(planned.reason());
-               }
-               *plan.mutable_predicted_preparation() = e.plan().predicted_preparation();
-               *e.mutable_plan() = plan;
-               return EventText{"plan", changed.empty()
-                                            ? "lane plan unchanged since submit"
-                                            : absl::StrCat("re-planned at lane start: ", changed)};
-             })
+  return Commit(id,
+                [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+                  // The plan made at submit compared with what ran then; the lane compares
+                  // with what runs now (an experiment ahead in the queue may have changed it).
+                  v1::Plan plan = MakePlan({.spec = e.spec(), .hot = hot});
+                  std::string changed;
+                  // A launch done earlier is redone when the plan against what
+                  // runs now launches its side (its instance is gone or
+                  // different; the router follows a relaunched side), and so is
+                  // every preparing stage after it: a new process is neither
+                  // warm nor verified.
+                  bool relaunching = false;
+                  for (const v1::PlannedStage& planned : plan.stages()) {
+                    if (!IsLaneStage(planned.stage())) continue;
+                    v1::Stage& stage = *FindStage(e, planned.stage());
+                    const StageInfo& info = StageInfoOf(planned.stage());
+                    bool stale = false;
+                    if (Done(stage.status()) && info.launches != v1::SIDE_UNSPECIFIED) {
+                      stale = planned.action() == v1::STAGE_ACTION_RUN;
+                      relaunching = relaunching || stale;
+                    } else if (Done(stage.status())) {
+                      stale = relaunching && info.phase == StagePhase::kPrepare;
+                    }
+                    if (Done(stage.status()) && !stale) continue;
+                    if (stale) ResetStage(stage);
+                    if (stage.action() != planned.action()) {
+                      absl::StrAppend(&changed, changed.empty() ? "" : ", ",
+                                      StageLabel(planned.stage()), " ", ActionLabel(stage.action()),
+                                      " -> ", ActionLabel(planned.action()));
+                    }
+                    stage.set_action(planned.action());
+                    stage.set_reason(planned.reason());
+                  }
+                  *plan.mutable_predicted_preparation() = e.plan().predicted_preparation();
+                  *e.mutable_plan() = plan;
+                  return EventText{"plan",
+                                   changed.empty()
+                                       ? "lane plan unchanged since submit"
+                                       : absl::StrCat("re-planned at lane start: ", changed)};
+                })
       .status();
 }
 

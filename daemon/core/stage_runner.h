@@ -97,6 +97,9 @@ class StageRunner : public ExperimentExecutor {
   struct Lane {
     std::string owner;  // Empty when free.
     v1::StageName stage = v1::STAGE_UNSPECIFIED;
+    // The owner already failed LOAD_END_UNKNOWN and only waits for the
+    // instances to drain: a release may stop them, which ends the wait.
+    bool holding_for_drain = false;
   };
   Lane lane();
 

@@ -24,7 +24,9 @@ absl::StatusOr<v1::ReleaseDeploymentResponse> StageRunner::Release(v1::Side side
           "servelabd writes nothing since ", latched_error_.message(), "; nothing was stopped"));
     }
     if (releasing_) return absl::FailedPreconditionError("a release is already running");
-    if (!lane_.owner.empty()) {
+    // A drain hold is the one owner a release may cut short: stopped
+    // processes hold no request, so the hold ends as confirmed.
+    if (!lane_.owner.empty() && !lane_.holding_for_drain) {
       return absl::FailedPreconditionError(absl::StrCat(
           "the accelerator lane is held by ", lane_.owner, " (", StageLabel(lane_.stage),
           "); release once it is final, or cancel it first. Nothing was stopped"));

@@ -58,6 +58,9 @@ class FakeInstanceDriver : public InstanceDriver {
   }
   absl::StatusOr<InstanceCounters> Scrape(const v1::ServingInstance& instance) override {
     absl::MutexLock lock(&mu);
+    if (alive.count(instance.pid()) == 0) {
+      return absl::UnavailableError("connect: Connection refused");  // Like a dead process.
+    }
     if (on_scrape) on_scrape(instance.side(), counters[instance.side()]);
     return counters[instance.side()];
   }
@@ -463,6 +466,7 @@ class StageBodyTest : public StageRunnerTest {
       instance.set_side(side);
       instance.set_pid(static_cast<int>(side));
       ASSERT_THAT(store_.PutInstance(instance), IsOk());
+      instances_.alive.insert(instance.pid());
     }
     e_ = Submit("", {"limits.warmup_timeout=300ms", "limits.drain_timeout=100ms"});
   }
@@ -556,6 +560,20 @@ TEST_F(StageBodyTest, DrainCountsRequestsBetweenThePdQueues) {
     instances_.counters[v1::SIDE_DECODE].requests_in_transfer = 0;
   }
   EXPECT_THAT(DrainConfirm(env, e_), IsOk());
+}
+
+// A process that exited holds no request, so the drain is confirmed without
+// it; the formal load it died under is interrupted, not finished.
+TEST_F(StageBodyTest, AnInstanceThatExitedIsDrainedButInterruptsTheFormalLoad) {
+  StageEnv env = Env();
+  {
+    absl::MutexLock lock(&instances_.mu);
+    instances_.alive.erase(static_cast<int>(v1::SIDE_DECODE));
+  }
+  EXPECT_THAT(DrainConfirm(env, e_), IsOk());
+  EXPECT_THAT(FormalLoad(env, e_, 1, [](const v1::Progress&, bool) {}),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       HasSubstr("decode (pid 2) exited during the formal load")));
 }
 
 TEST_F(StageBodyTest, FormalDeadlineFiresOnTheClock) {
