@@ -5,9 +5,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 
 #include "absl/strings/str_cat.h"
 #include "servelab/v1/experiment.pb.h"
+#include "storage/sqlite_store.h"
 #include "tests/testing/ports.h"
 #include "tests/workflow/daemon_fixture.h"
 
@@ -130,6 +133,24 @@ TEST_F(WorldFaultsTest, ADroppedStreamIsAFailureNotAShortCompletion) {
   EXPECT_EQ(e.result().whole().requests_completed(), 595);
 }
 
+// The router refuses new connections for a second mid-load. The load
+// generator's keep-alive connections are open already, so the load goes on
+// (a request that needed a new connection would fail, recorded); every
+// request ends completed or failed, none lost.
+TEST_F(WorldFaultsTest, ARouterRefusingConnectionsForAWhileLosesNoRequest) {
+  v1::Experiment base = WaitFinal(SubmitBase());
+  ASSERT_EQ(base.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << base.blocker();
+  const std::string id = StartLongLoad(base.id());
+  Faults(Counter(base, v1::STAGE_LAUNCH_ROUTER, "port"), R"({"refuse_connections_seconds": 1})");
+  v1::Experiment e = WaitFinal(id);
+  ASSERT_EQ(e.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << e.blocker();
+  EXPECT_EQ(e.progress().formal_requests_sent(), 600);
+  EXPECT_EQ(e.progress().formal_requests_completed() + e.progress().formal_requests_failed(), 600);
+  std::printf("refused for 1 s: %lld completed, %lld failed\n",
+              static_cast<long long>(e.progress().formal_requests_completed()),
+              static_cast<long long>(e.progress().formal_requests_failed()));
+}
+
 // An instance that hangs (SIGSTOP: alive, answering nothing): the formal
 // deadline fires, the drain cannot be confirmed, and the experiment is
 // LOAD_END_UNKNOWN holding the lane, so no load starts on top of it. A
@@ -161,6 +182,39 @@ TEST_F(WorldFaultsTest, AHungInstanceHoldsTheLaneUntilTheUserReleasesIt) {
   EXPECT_THAT(Status(id).blocker(), HasSubstr("instances drained"));
 }
 
+// While the daemon was down its decode died and an unrelated process got
+// its pid (simulated by giving the stored row that process's pid; the start
+// time stays decode's). The restarted daemon neither adopts nor kills it,
+// and the next experiment launches decode again.
+TEST_F(WorldFaultsTest, APidReusedWhileTheDaemonWasDownIsNeitherAdoptedNorKilled) {
+  v1::Experiment base = WaitFinal(SubmitBase());
+  ASSERT_EQ(base.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << base.blocker();
+  const int decode_pid = Counter(base, v1::STAGE_LAUNCH_DECODE, "pid");
+  StopDaemon();
+  kill(decode_pid, SIGKILL);
+  ASSERT_TRUE(testing::WaitFor([&] { return !Alive(decode_pid); }, absl::Seconds(10)));
+  testing::Process stranger({"/usr/bin/sleep", "600"});
+  {
+    absl::StatusOr<std::unique_ptr<storage::SqliteStore>> store =
+        storage::SqliteStore::Open(state_dir_ + "/servelab.db");
+    ASSERT_TRUE(store.ok()) << store.status();
+    absl::StatusOr<std::vector<v1::ServingInstance>> instances = (*store)->ListInstances();
+    ASSERT_TRUE(instances.ok()) << instances.status();
+    for (v1::ServingInstance instance : *instances) {
+      if (instance.side() != v1::SIDE_DECODE) continue;
+      instance.set_pid(stranger.pid());
+      ASSERT_TRUE((*store)->PutInstance(instance).ok());
+    }
+  }
+
+  StartDaemon({"--sim-time-scale", "0.05"});
+  v1::Experiment next = WaitFinal(Submit({"--base", base.id(), "--set", "workload.concurrency=8"}));
+  ASSERT_EQ(next.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << next.blocker();
+  EXPECT_EQ(StageOf(next, v1::STAGE_LAUNCH_DECODE).status(), v1::STAGE_STATUS_SUCCEEDED);
+  EXPECT_NE(Counter(next, v1::STAGE_LAUNCH_DECODE, "pid"), stranger.pid());
+  EXPECT_TRUE(stranger.Running());
+}
+
 // A fixed port someone else holds: the launch fails naming it, nothing of
 // ours is left running, and the other process is untouched.
 TEST_F(WorldFaultsTest, APortTakenBeforeLaunchFailsTheLaunchAndTouchesNothing) {
@@ -179,6 +233,67 @@ TEST_F(WorldFaultsTest, APortTakenBeforeLaunchFailsTheLaunchAndTouchesNothing) {
   EXPECT_EQ(e.progress().formal_requests_sent(), 0);
   EXPECT_TRUE(squatter.Running());
   EXPECT_FALSE(testing::CanBindLoopback(port));  // Still the squatter's.
+}
+
+// The disk fills while a load is being recorded (the state dir on a 3 MiB
+// tmpfs): servelabd stops writing and says why (NOT serving, the SQLite
+// error), the load stops, and nothing is claimed that was not stored. With
+// space back and a restart, the experiment is LOAD_INTERRUPTED and resumes.
+class DiskFullTest : public DaemonFixture {
+ protected:
+  void SetUp() override {
+    DaemonFixture::SetUp();
+    ASSERT_EQ(mkdir(state_dir_.c_str(), 0700), 0);
+    if (mount("tmpfs", state_dir_.c_str(), "tmpfs", 0, "size=3m,mode=0700") != 0) {
+      GTEST_SKIP() << "cannot mount a tmpfs here (needs CAP_SYS_ADMIN): " << strerror(errno);
+    }
+    mounted_ = true;
+  }
+  void TearDown() override {
+    DaemonFixture::TearDown();  // Stops the daemon and every instance it launched.
+    if (mounted_) umount2(state_dir_.c_str(), MNT_DETACH);
+  }
+  bool mounted_ = false;
+};
+
+TEST_F(DiskFullTest, ADiskFullDuringTheLoadStopsItAndSaysWhy) {
+  StartDaemon({"--sim-time-scale", "0.05"});
+  v1::Experiment base = WaitFinal(
+      Submit({"-f", SourcePath("deploy/examples/pd-quick.yaml"), "--set",
+              "workload.num_requests=16", "--set", "workload.dataset.input_tokens=1024"}));
+  ASSERT_EQ(base.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << base.blocker();
+  const std::string id = Submit({"--base", base.id(), "--set", "workload.num_requests=20000",
+                                 "--set", "workload.concurrency=16"});
+  RunResult summary;
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        summary = Cli({"summary"});
+        return summary.out.find("NOT serving") != std::string::npos;
+      },
+      absl::Seconds(60)))
+      << summary.out;
+  EXPECT_THAT(summary.out, HasSubstr("database or disk is full"));
+  // The load stops: records that cannot be stored are not sent.
+  EXPECT_TRUE(testing::WaitFor(
+      [&] {
+        summary = Cli({"summary"});
+        return summary.out.find("lane:             idle") != std::string::npos;
+      },
+      absl::Seconds(30)))
+      << summary.out;
+  RunResult refused = Cli({"submit", "--base", base.id(), "--set", "workload.concurrency=2"});
+  EXPECT_NE(refused.exit_code, 0);  // No new work while nothing can be stored.
+
+  StopDaemon();
+  ASSERT_EQ(mount("tmpfs", state_dir_.c_str(), "tmpfs", MS_REMOUNT, "size=64m,mode=0700"), 0);
+  StartDaemon({"--sim-time-scale", "0.05"});
+  v1::Experiment e = Status(id);
+  EXPECT_EQ(e.state(), v1::EXPERIMENT_STATE_FAILED);
+  EXPECT_EQ(e.failure_class(), v1::LOAD_INTERRUPTED) << e.blocker();
+  EXPECT_LT(e.progress().formal_requests_sent(), 20000);
+  RunResult integrity =
+      testing::Run({"/usr/bin/sqlite3", state_dir_ + "/servelab.db", "PRAGMA integrity_check"});
+  EXPECT_EQ(integrity.out, "ok\n") << integrity.err;
 }
 
 }  // namespace
