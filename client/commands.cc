@@ -23,6 +23,8 @@
 #include "client/exit_codes.h"
 #include "client/output.h"
 #include "common/pem_file.h"
+#include "common/regular_file.h"
+#include "common/utf8.h"
 #include "servelab/v1/service.grpc.pb.h"
 
 namespace servelab::client {
@@ -94,6 +96,7 @@ class Cli {
     if (!args.file.empty() && !args.base.empty()) return Usage("give either -f FILE or --base ID");
     if (!args.file.empty()) {
       if (int code = ReadSpec(args.file, &request); code != kExitOk) return code;
+      if (int code = CheckUtf8(args.file, request.spec_text()); code != kExitOk) return code;
     } else if (!args.base.empty()) {
       request.set_base_id(args.base);
       request.set_base_dir(Cwd());
@@ -330,29 +333,36 @@ class Cli {
 
   static std::string Cwd() { return CurrentDir(); }
 
+  int CheckUtf8(absl::string_view what, absl::string_view text) {
+    const size_t bad = FirstInvalidUtf8(text);
+    if (bad == text.size()) return kExitOk;
+    return Usage(absl::StrCat(what, ": not UTF-8 text (byte ", bad, ")"));
+  }
+
   // "-" reads stdin (relative paths then resolve against the cwd).
   int ReadSpec(const std::string& file, v1::SubmitExperimentRequest* request) {
-    std::stringstream text;
     if (file == "-") {
-      text << std::cin.rdbuf();
+      std::string text(static_cast<size_t>(kMaxSpecFileBytes) + 1, '\0');
+      std::cin.read(text.data(), static_cast<std::streamsize>(text.size()));
+      text.resize(static_cast<size_t>(std::cin.gcount()));
+      if (static_cast<int64_t>(text.size()) > kMaxSpecFileBytes) {
+        return Usage(
+            absl::StrCat("spec on stdin is over the limit of ", kMaxSpecFileBytes, " bytes"));
+      }
+      request->set_spec_text(std::move(text));
       request->set_base_dir(Cwd());
       request->set_spec_name("<stdin>");
-    } else {
-      std::error_code error;
-      if (fs::is_directory(file, error)) {
-        return Usage(absl::StrCat("cannot read spec file ", file, ": is a directory"));
-      }
-      std::ifstream in(file, std::ios::binary);
-      if (!in) {
-        return Usage(absl::StrCat("cannot read spec file ", file, ": ", std::strerror(errno)));
-      }
-      text << in.rdbuf();
-      if (in.bad()) return Usage(absl::StrCat("cannot read spec file ", file));
-      fs::path absolute = fs::absolute(file, error).lexically_normal();
-      request->set_base_dir(absolute.parent_path().string());
-      request->set_spec_name(file);
+      return kExitOk;
     }
-    request->set_spec_text(text.str());
+    absl::StatusOr<std::string> text = ReadRegularFile(file, kMaxSpecFileBytes);
+    if (!text.ok()) {
+      return Usage(absl::StrCat("cannot read spec file: ", text.status().message()));
+    }
+    std::error_code error;
+    fs::path absolute = fs::absolute(file, error).lexically_normal();
+    request->set_base_dir(absolute.parent_path().string());
+    request->set_spec_name(file);
+    request->set_spec_text(*std::move(text));
     return kExitOk;
   }
 
@@ -595,11 +605,22 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     command->footer(absl::StrCat("\n", kExitCodeTable));
   }
 
+  // Every string the CLI sends is a proto3 string, which must be UTF-8.
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg(argv[i]);
+    if (FirstInvalidUtf8(arg) != arg.size()) {
+      err << "error: usage: argument " << i << " is not UTF-8 text (byte " << FirstInvalidUtf8(arg)
+          << ")\n";
+      return kExitUsage;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e, out, err);
-    return code == 0 ? kExitOk : kExitUsage;
+    if (e.get_exit_code() == 0) return app.exit(e, out, err) == 0 ? kExitOk : kExitUsage;  // --help
+    // The same `error: CODE: message` form as every other error.
+    err << "error: usage: " << e.what() << "\nRun with --help for more information.\n";
+    return kExitUsage;
   }
   if (cli.address.empty()) cli.address = DefaultAddress();
   if (const char* env = std::getenv("SERVELAB_TLS_CA"); tls_ca.empty() && env != nullptr) {

@@ -11,6 +11,7 @@
 #include "client/output.h"
 #include "client/report/html_report.h"
 #include "common/atomic_file.h"
+#include "common/regular_file.h"
 
 namespace servelab::client {
 namespace {
@@ -60,12 +61,12 @@ int ImportCommand(const CliIo& io, const ImportArgs& args) {
   }
   v1::ImportExperimentRequest request;
   if (!args.spec_file.empty()) {
-    std::ifstream in(args.spec_file, std::ios::binary);
-    std::error_code error;
-    if (!in || fs::is_directory(args.spec_file, error)) {
-      return FailUsage(io, absl::StrCat("cannot read spec file ", args.spec_file));
+    absl::StatusOr<std::string> text = ReadRegularFile(args.spec_file, kMaxSpecFileBytes);
+    if (!text.ok()) {
+      return FailUsage(io, absl::StrCat("cannot read spec file: ", text.status().message()));
     }
-    request.set_spec_text(std::string(std::istreambuf_iterator<char>(in), {}));
+    std::error_code error;
+    request.set_spec_text(*std::move(text));
     request.set_spec_name(args.spec_file);
     request.set_base_dir(fs::absolute(args.spec_file, error).parent_path().string());
   } else {

@@ -9,18 +9,14 @@
 #include "absl/strings/str_cat.h"
 #include "client/import/aisbench_details.h"
 #include "client/import/aisbench_store.h"
+#include "common/regular_file.h"
 #include "common/status_macros.h"
 
 namespace servelab::client::import {
 namespace {
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  return text.str();
+  return ReadRegularFile(path, kMaxResultFileBytes);
 }
 
 absl::StatusOr<AisbenchStores> ReadStores(const std::string& details_path,

@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -128,7 +129,15 @@ TEST(ImportFileTest, VllmFileIsReadFromDisk) {
 
 TEST(ImportFileTest, MissingFileIsNotFound) {
   EXPECT_THAT(ImportResultFile(Tool::kVllmBenchServe, "/nonexistent/r.json"),
-              StatusIs(absl::StatusCode::kNotFound, HasSubstr("cannot open /nonexistent/r.json")));
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("file \"/nonexistent/r.json\" does not exist")));
+}
+
+TEST(ImportFileTest, AFifoIsRefusedWithoutWaitingForAWriter) {
+  TempDir dir;
+  ASSERT_EQ(mkfifo(dir.File("r.json").c_str(), 0600), 0);
+  EXPECT_THAT(ImportResultFile(Tool::kVllmBenchServe, dir.File("r.json")),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is a FIFO")));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/labels.h"
@@ -188,8 +189,8 @@ absl::Status ControlPlane::ReadSource(const v1::SubmitExperimentRequest& request
     case v1::SubmitExperimentRequest::kBaseId: {
       absl::StatusOr<v1::Experiment> base = store_.GetExperiment(request.base_id());
       if (absl::IsNotFound(base.status())) {
-        return absl::NotFoundError(
-            absl::StrCat("base_id: experiment \"", request.base_id(), "\" not found"));
+        return absl::NotFoundError(absl::StrCat(
+            "base_id: experiment \"", absl::CHexEscape(request.base_id()), "\" not found"));
       }
       SERVELAB_RETURN_IF_ERROR(base.status());
       base_experiment = *std::move(base);
@@ -219,7 +220,8 @@ absl::StatusOr<v1::Experiment> ControlPlane::Get(std::string_view id) {
   absl::StatusOr<v1::Experiment> experiment = store_.GetExperiment(id);
   if (absl::IsNotFound(experiment.status())) {
     return absl::NotFoundError(
-        absl::StrCat("id: experiment \"", absl::string_view(id.data(), id.size()), "\" not found"));
+        absl::StrCat("id: experiment \"", absl::CHexEscape(absl::string_view(id.data(), id.size())),
+                     "\" not found"));
   }
   return experiment;
 }

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/crash_points.h"
 #include "common/status_macros.h"
@@ -43,7 +44,8 @@ absl::StatusOr<v1::Experiment> Ledger::Update(std::string_view id, const Mutatio
   absl::StatusOr<v1::Experiment> experiment = store_.GetExperiment(id);
   if (absl::IsNotFound(experiment.status())) {
     return absl::NotFoundError(
-        absl::StrCat("id: experiment \"", absl::string_view(id.data(), id.size()), "\" not found"));
+        absl::StrCat("id: experiment \"", absl::CHexEscape(absl::string_view(id.data(), id.size())),
+                     "\" not found"));
   }
   SERVELAB_RETURN_IF_ERROR(experiment.status());
   SERVELAB_ASSIGN_OR_RETURN(EventText text, mutate(*experiment));

@@ -14,6 +14,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
@@ -387,6 +388,26 @@ struct BadInput {
 class BadInputTest : public CliIntegrationTest {
  public:
   using CliIntegrationTest::WriteVariant;
+
+ protected:
+  // Each case: the exit code, `error: CODE:`, the field path in stderr, and
+  // the list of experiments unchanged (nothing stored).
+  void RunCatalogue(const std::vector<BadInput>& cases, const std::string& base,
+                    const std::string& before) {
+    for (const BadInput& c : cases) {
+      SCOPED_TRACE(c.name);
+      RunResult r = Cli(c.args(*this, c.name == "unknown base id" ? "exp-999" : base));
+      if (c.alt_exit_code != -1 && r.exit_code == c.alt_exit_code) {
+        EXPECT_THAT(r.err, HasSubstr("error: " + c.alt_code_name + ":"));
+      } else {
+        EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
+        EXPECT_THAT(r.err, HasSubstr("error: " + c.code_name + ":"));
+      }
+      EXPECT_THAT(r.err, HasSubstr(c.path));
+      EXPECT_EQ(ListJson(), before);
+    }
+    std::printf("bad-input catalogue: %zu cases refused, nothing stored\n", cases.size());
+  }
 };
 
 TEST_F(BadInputTest, EachIsRefusedClearlyAndNothingIsStored) {
@@ -443,19 +464,7 @@ TEST_F(BadInputTest, EachIsRefusedClearlyAndNothingIsStored) {
        kExitInvalidArgument, "INVALID_ARGUMENT", "workload.nope"},
   };
   const std::string before = ListJson();
-  for (const BadInput& c : cases) {
-    SCOPED_TRACE(c.name);
-    std::string base_id = c.name == "unknown base id" ? "exp-999" : base.id();
-    RunResult r = Cli(c.args(*this, base_id));
-    if (c.alt_exit_code != -1 && r.exit_code == c.alt_exit_code) {
-      EXPECT_THAT(r.err, HasSubstr("error: " + c.alt_code_name + ":"));
-    } else {
-      EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
-      EXPECT_THAT(r.err, HasSubstr("error: " + c.code_name + ":"));
-    }
-    EXPECT_THAT(r.err, HasSubstr(c.path));
-    EXPECT_EQ(ListJson(), before);
-  }
+  RunCatalogue(cases, base.id(), before);
 
   // Errors the CLI finds itself.
   RunResult unreadable = Cli({"submit", "-f", dir_.File("does-not-exist.yaml")});
@@ -469,6 +478,190 @@ TEST_F(BadInputTest, EachIsRefusedClearlyAndNothingIsStored) {
   EXPECT_EQ(unknown_id.exit_code, kExitNotFound);
   EXPECT_THAT(unknown_id.err, HasSubstr("error: NOT_FOUND:"));
   EXPECT_EQ(ListJson(), before);
+}
+
+// The rest of issue 10's R3 catalogue: numbers that overflow or are not
+// numbers, duplicate keys, unknown enum values, YAML that expands or nests
+// without end, files that are not regular files or are too large, text that
+// is not UTF-8, ids that are not ids. Each is refused with its code and the
+// field at fault, and nothing is stored.
+TEST_F(BadInputTest, TheCatalogueOfHostileInputIsRefusedAndNothingIsStored) {
+  auto daemon = StartDaemon();
+  v1::Experiment base = SubmitJson({"-f", Example("16k-nocache.yaml")});
+  auto variant = [](std::string from, std::string to) {
+    return [from, to](CliIntegrationTest& t, const std::string&) {
+      return std::vector<std::string>{
+          "submit", "-f", static_cast<BadInputTest&>(t).WriteVariant("16k-nocache.yaml", from, to)};
+    };
+  };
+  auto delta = [](std::vector<std::string> sets) {
+    return [sets](CliIntegrationTest&, const std::string& base) {
+      std::vector<std::string> args = {"submit", "--base", base};
+      for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+      return args;
+    };
+  };
+  auto args = [](std::vector<std::string> fixed) {
+    return [fixed](CliIntegrationTest&, const std::string&) { return fixed; };
+  };
+  // Files that are not what a spec may reference or be.
+  const std::string fifo = dir_.File("layout.fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string zero = dir_.File("layout-zero.json");
+  ASSERT_EQ(symlink("/dev/zero", zero.c_str()), 0);
+  const std::string directory = dir_.File("layout-dir.json");
+  ASSERT_EQ(mkdir(directory.c_str(), 0700), 0);
+  const std::string huge = dir_.File("huge.json");  // Sparse: 5 GiB, no disk used.
+  ASSERT_EQ(truncate((testing::WriteFile(huge, ""), huge).c_str(), int64_t{5} << 30), 0);
+  const std::string big_spec = dir_.File("big.yaml");
+  testing::WriteFile(big_spec, ReadFile(Example("16k-nocache.yaml")) + "# " +
+                                   std::string(size_t{5} << 20, 'x') + "\n");
+  const std::string latin1 = dir_.File("latin1.yaml");
+  testing::WriteFile(latin1, absl::StrReplaceAll(ReadFile(Example("16k-nocache.yaml")),
+                                                 {{"owner: perf-team", "owner: \"caf\xe9\""}}));
+  std::string bomb = "[&a0 [x,x,x,x,x,x,x,x,x]";
+  for (int i = 1; i < 9; ++i) {
+    bomb += absl::StrCat(", &a", i, " [",
+                         absl::StrJoin(std::vector<std::string>(9, absl::StrCat("*a", i - 1)), ","),
+                         "]");
+  }
+  bomb += "]";
+  const std::string deep = std::string(10000, '[') + std::string(10000, ']');
+  const std::string layout = "expert_layout: layouts/decode-layout-a.json";
+
+  const std::vector<BadInput> cases = {
+      // Numbers.
+      {"NaN", variant("request_rate: 6", "request_rate: .nan"), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "workload.request_rate"},
+      {"inf", variant("request_rate: 6", "request_rate: .inf"), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "workload.request_rate"},
+      {"-inf", variant("tpot: 100ms", "tpot: -.inf"), kExitInvalidArgument, "INVALID_ARGUMENT",
+       "analysis.slo.tpot"},
+      {"int32 overflow", variant("num_requests: 640", "num_requests: 2147483648"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "workload.num_requests"},
+      {"too many requests", variant("num_requests: 640", "num_requests: 20000000"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "workload.num_requests"},
+      {"num_requests x input_tokens", variant("num_requests: 640", "num_requests: 9000000"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "workload.num_requests"},
+      {"negative duration", variant("formal_deadline: 20m", "formal_deadline: -20m"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "limits.formal_deadline"},
+      {"not a duration", variant("formal_deadline: 20m", "formal_deadline: 20 parsecs"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "limits.formal_deadline"},
+      {"negative SLO", variant("ttft: 10s", "ttft: -10s"), kExitInvalidArgument, "INVALID_ARGUMENT",
+       "analysis.slo.ttft"},
+      {"fraction over 1",
+       variant("max_num_seqs: 128", "max_num_seqs: 128\n    gpu_memory_utilization: 1.5"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "deployment.prefill.gpu_memory_utilization"},
+      {"port out of range", variant("max_num_seqs: 128", "max_num_seqs: 128\n    port: 70000"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "deployment.prefill.port"},
+      {"negative device", variant("devices: [0, 1,", "devices: [-1, 1,"), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "deployment.prefill.devices"},
+      {"device twice", variant("devices: [0, 1,", "devices: [0, 0,"), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "deployment.prefill.devices"},
+      {"repeats over 20", variant("request_rate: 6", "request_rate: 6\n  repeats: 21"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "workload.repeats"},
+      {"cache ratio 1.5", variant("seed: 7", "seed: 7\n    prefix_cache_ratio: 1.5"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "workload.dataset.prefix_cache_ratio"},
+      {"requests longer than the context", variant("max_model_len: 32768", "max_model_len: 1000"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "max_model_len"},
+      // Keys, types and enums.
+      {"duplicate key", variant("  concurrency: 128", "  concurrency: 128\n  concurrency: 64"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "workload.concurrency: given twice"},
+      {"duplicate map key", variant("owner: perf-team", "owner: perf-team\n  owner: me"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "labels.owner: given twice"},
+      {"unknown engine", variant("engine: sim", "engine: tensorrt"), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "deployment.engine"},
+      {"enum by number", variant("engine: sim", "engine: 99"), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "deployment.engine"},
+      {"unknown arrival", variant("arrival: poisson", "arrival: bursty"), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "workload.arrival"},
+      {"generate API on the sim", variant("request_rate: 6", "request_rate: 6\n  api: generate"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "workload.api"},
+      {"list for a mapping", variant("labels:\n  owner: perf-team", "labels: [1, 2]"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "labels"},
+      {"mapping for a scalar", variant("scenario: 16k-nocache", "scenario: {a: 1}"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "scenario"},
+      {"empty scenario", variant("scenario: 16k-nocache", "scenario: \"\""), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "scenario"},
+      {"relative program path",
+       variant("engine: sim", "engine: sim\n  programs: {vllm_binary: bin/vllm}"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "deployment.programs.vllm_binary"},
+      {"a secret's value in a spec file",
+       variant("max_num_seqs: 256", "max_num_seqs: 256\n    env: {WANDB_API_KEY: k}"),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "deployment.decode.env.WANDB_API_KEY"},
+      // YAML that expands or nests without end.
+      {"YAML bomb (aliases)",
+       variant("max_num_seqs: 128", "max_num_seqs: 128\n    extra_args: " + bomb),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "deployment.prefill.extra_args[0]"},
+      {"nesting 10,000 deep", variant("owner: perf-team", "owner: " + deep), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "malformed YAML"},
+      // Referenced files.
+      {"layout is a FIFO", variant(layout, "expert_layout: " + fifo), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "is a FIFO"},
+      {"layout links to /dev/zero", variant(layout, "expert_layout: " + zero), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "is a character device"},
+      {"layout is a directory", variant(layout, "expert_layout: " + directory),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "is a directory"},
+      {"layout over the size limit", variant(layout, "expert_layout: " + huge),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "over the limit"},
+      {"layout path through ..",
+       variant(layout, "expert_layout: layouts/../layouts/../nothing.json"), kExitNotFound,
+       "NOT_FOUND", "deployment.decode.expert_layout"},
+      // Deltas.
+      {"--set NaN", delta({"workload.request_rate=nan"}), kExitInvalidArgument, "INVALID_ARGUMENT",
+       "workload.request_rate"},
+      {"--set negative duration", delta({"limits.formal_deadline=-1s"}), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "limits.formal_deadline"},
+      {"--set bad duration", delta({"limits.drain_timeout=soon"}), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "limits.drain_timeout"},
+      {"--set unknown enum", delta({"workload.arrival=bursty"}), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "workload.arrival"},
+      {"--set overflow", delta({"workload.num_requests=99999999999"}), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "workload.num_requests"},
+      {"--set negative device", delta({"deployment.decode.devices=[-3]"}), kExitInvalidArgument,
+       "INVALID_ARGUMENT", "deployment.decode.devices"},
+      {"--set index out of range", delta({"deployment.decode.extra_args[99]=x"}),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "deployment.decode.extra_args"},
+      {"--set without =", delta({"workload.concurrency"}), kExitInvalidArgument, "INVALID_ARGUMENT",
+       "workload.concurrency"},
+      {"--set a FIFO as layout", delta({"deployment.decode.expert_layout=" + fifo}),
+       kExitInvalidArgument, "INVALID_ARGUMENT", "is a FIFO"},
+      {"--unset a required field",
+       [](CliIntegrationTest&, const std::string& base) {
+         return std::vector<std::string>{"submit", "--base", base, "--unset", "scenario"};
+       },
+       kExitInvalidArgument, "INVALID_ARGUMENT", "scenario"},
+      // CLI arguments and files the CLI reads.
+      {"spec over 4 MiB", args({"submit", "-f", big_spec}), kExitUsage, "usage", "over the limit"},
+      {"spec is a FIFO", args({"submit", "-f", fifo}), kExitUsage, "usage", "is a FIFO"},
+      {"spec is a directory", args({"submit", "-f", directory}), kExitUsage, "usage",
+       "is a directory"},
+      {"spec not UTF-8", args({"submit", "-f", latin1}), kExitUsage, "usage", "not UTF-8"},
+      {"argument not UTF-8", delta({"labels.owner=caf\xe9"}), kExitUsage, "usage", "not UTF-8"},
+      {"-f and --base", args({"submit", "-f", Example("16k-nocache.yaml"), "--base", "exp-1"}),
+       kExitUsage, "usage", "either"},
+      {"unknown output format", args({"-o", "yaml", "list"}), kExitUsage, "usage", "yaml"},
+      {"unknown wait point", args({"wait", "exp-1", "--until", "soon"}), kExitUsage, "usage",
+       "soon"},
+      {"unknown release side", args({"release", "--side", "middle"}), kExitUsage, "usage",
+       "middle"},
+      // Ids.
+      {"id with a path", args({"status", "../../etc/passwd"}), kExitNotFound, "NOT_FOUND",
+       "../../etc/passwd"},
+      {"id with a control character", args({"status", "exp-1\x1b[2J"}), kExitNotFound, "NOT_FOUND",
+       "exp-1\\x1b[2J"},
+      {"resume an unknown id", args({"resume", "exp-4242"}), kExitNotFound, "NOT_FOUND",
+       "exp-4242"},
+      {"cancel an unknown id", args({"cancel", "exp-4242"}), kExitNotFound, "NOT_FOUND",
+       "exp-4242"},
+      {"watch an unknown id", args({"watch", "exp-4242"}), kExitNotFound, "NOT_FOUND", "exp-4242"},
+      {"delta on an unknown base",
+       args({"submit", "--base", "exp-4242", "--set", "workload.concurrency=2"}), kExitNotFound,
+       "NOT_FOUND", "exp-4242"},
+  };
+  const std::string before = ListJson();
+  RunCatalogue(cases, base.id(), before);
+  EXPECT_TRUE(daemon->Running());  // Nothing above hung or crashed it.
 }
 
 TEST(CliHelpTest, EveryCommandHasHelp) {

@@ -1,6 +1,7 @@
 #include "daemon/core/spec/canonical.h"
 
 #include <openssl/evp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -14,6 +15,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/json_quote.h"
+#include "common/regular_file.h"
 #include "google/protobuf/duration.pb.h"
 
 namespace servelab::core::spec {
@@ -188,22 +190,26 @@ std::string Sha256Hex(absl::string_view data) {
 }
 
 absl::StatusOr<std::string> Sha256File(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    int err = errno;
-    std::string reason = err != 0 ? std::strerror(err) : "cannot open";
-    if (err == ENOENT)
-      return absl::NotFoundError(absl::StrCat("file \"", path, "\" does not exist"));
-    return absl::PermissionDeniedError(absl::StrCat("cannot read \"", path, "\": ", reason));
-  }
+  // A FIFO or a symlink to /dev/zero would hang the freeze (and the RPC
+  // that runs it) forever; only a regular file of a stated size is hashed.
+  absl::StatusOr<RegularFile> file = RegularFile::Open(path, kMaxReferencedFileBytes);
+  if (!file.ok()) return file.status();
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
   std::vector<char> buffer(1 << 16);
-  while (in) {
-    in.read(buffer.data(), buffer.size());
-    EVP_DigestUpdate(ctx.get(), buffer.data(), in.gcount());
+  int64_t total = 0;
+  while (true) {
+    const ssize_t n = read(file->fd(), buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return absl::DataLossError(absl::StrCat("error reading \"", path, "\""));
+    if (n == 0) break;
+    total += n;
+    if (total > kMaxReferencedFileBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("\"", path, "\" grew past the limit of ",
+                                                     kMaxReferencedFileBytes, " bytes"));
+    }
+    EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(n));
   }
-  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading \"", path, "\""));
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   EVP_DigestFinal_ex(ctx.get(), digest, &length);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -286,12 +287,22 @@ absl::Status AssignText(Message& message, const FieldDescriptor& field, int inde
   return absl::InternalError(absl::StrCat(path, ": unhandled field type"));
 }
 
+// YAML parsers keep one of two equal keys silently; which one a user meant
+// is not knowable, so a key given twice is refused.
+absl::Status CheckOnce(std::set<std::string>& seen, const YAML::Node& key,
+                       const std::string& path) {
+  if (seen.insert(key.Scalar()).second) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ": given twice (again at line ", key.Mark().line + 1, ")"));
+}
+
 absl::Status AssignMapping(Message& message, const YAML::Node& node, const std::string& path) {
   if (!node.IsMap()) {
     return absl::InvalidArgumentError(absl::StrCat(path.empty() ? "spec" : path,
                                                    ": expected a mapping of ",
                                                    FieldNames(*message.GetDescriptor())));
   }
+  std::set<std::string> seen;
   for (const auto& entry : node) {
     std::string name = entry.first.Scalar();
     const FieldDescriptor* field = message.GetDescriptor()->FindFieldByName(name);
@@ -299,6 +310,7 @@ absl::Status AssignMapping(Message& message, const YAML::Node& node, const std::
       return absl::InvalidArgumentError(UnknownFieldMessage(*message.GetDescriptor(), path, name));
     }
     std::string child = path.empty() ? name : absl::StrCat(path, ".", name);
+    SERVELAB_RETURN_IF_ERROR(CheckOnce(seen, entry.first, child));
     SERVELAB_RETURN_IF_ERROR(AssignNode(message, *field, entry.second, child));
   }
   return absl::OkStatus();
@@ -315,7 +327,10 @@ absl::Status AssignNode(Message& message, const FieldDescriptor& field, const YA
     if (!node.IsMap()) return TypeError(field, path, "a non-mapping value");
     r.ClearField(&message, &field);
     const Descriptor& entry = *field.message_type();
+    std::set<std::string> seen;
     for (const auto& kv : node) {
+      SERVELAB_RETURN_IF_ERROR(
+          CheckOnce(seen, kv.first, absl::StrCat(path, ".", kv.first.Scalar())));
       if (!kv.second.IsScalar()) {
         return absl::InvalidArgumentError(
             absl::StrCat(path, ".", kv.first.Scalar(), ": expected a string value"));

@@ -224,6 +224,26 @@ void CheckRequestsFitContext(Problems& p, const v1::ExperimentSpec& spec) {
   }
 }
 
+// The load generator holds every prompt's token ids (4 bytes each) and the
+// store one record per request: past these a load cannot fit the machine,
+// and num_requests x input_tokens could overflow a 32-bit count.
+void CheckLoadSize(Problems& p, const v1::WorkloadSpec& workload) {
+  constexpr int64_t kMaxRequests = 10'000'000;
+  constexpr int64_t kMaxPromptTokens = 2'000'000'000;
+  const int64_t requests = workload.num_requests();
+  if (requests > kMaxRequests) {
+    p.Add("workload.num_requests", "must be <= ", kMaxRequests, ", got ", requests);
+    return;
+  }
+  const int64_t longest =
+      int64_t{workload.dataset().input_tokens()} + workload.dataset().input_tokens_range();
+  if (requests > 0 && longest > 0 && requests * longest > kMaxPromptTokens) {
+    p.Add("workload.num_requests", requests, " requests of up to ", longest, " prompt tokens are ",
+          requests * longest, " tokens, over the limit of ", kMaxPromptTokens,
+          " the load generator holds");
+  }
+}
+
 void CheckWorkload(Problems& p, const v1::WorkloadSpec& workload) {
   const v1::DatasetSpec& dataset = workload.dataset();
   if (dataset.file().path().empty()) {
@@ -245,6 +265,7 @@ void CheckWorkload(Problems& p, const v1::WorkloadSpec& workload) {
   }
   NonNegative(p, "workload.dataset.prefix_groups", dataset.prefix_groups());
   Positive(p, "workload.num_requests", workload.num_requests());
+  CheckLoadSize(p, workload);
   Positive(p, "workload.concurrency", workload.concurrency());
   NonNegative(p, "workload.request_rate", workload.request_rate());
   Positive(p, "workload.burstiness", workload.burstiness());
