@@ -376,7 +376,9 @@ TEST_F(CliIntegrationTest, SigtermEndsOpenWatches) {
 struct BadInput {
   std::string name;
   // Builds the CLI arguments; `base` is a stored experiment's id.
-  std::function<std::vector<std::string>(CliIntegrationTest&, const std::string& base)> args;
+  using Args =
+      std::function<std::vector<std::string>(CliIntegrationTest&, const std::string& base)>;
+  Args args;
   int exit_code;
   std::string code_name;
   std::string path;  // Must appear in stderr.
@@ -390,6 +392,22 @@ class BadInputTest : public CliIntegrationTest {
   using CliIntegrationTest::WriteVariant;
 
  protected:
+  // Submits the example with `from` replaced by `to`.
+  static BadInput::Args Variant(std::string from, std::string to) {
+    return [from, to](CliIntegrationTest& t, const std::string&) {
+      return std::vector<std::string>{
+          "submit", "-f", static_cast<BadInputTest&>(t).WriteVariant("16k-nocache.yaml", from, to)};
+    };
+  }
+  // Submits a delta on the stored experiment.
+  static BadInput::Args Delta(std::vector<std::string> sets) {
+    return [sets](CliIntegrationTest&, const std::string& base) {
+      std::vector<std::string> args = {"submit", "--base", base};
+      for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+      return args;
+    };
+  }
+
   // Each case: the exit code, `error: CODE:`, the field path in stderr, and
   // the list of experiments unchanged (nothing stored).
   void RunCatalogue(const std::vector<BadInput>& cases, const std::string& base,
@@ -413,49 +431,36 @@ class BadInputTest : public CliIntegrationTest {
 TEST_F(BadInputTest, EachIsRefusedClearlyAndNothingIsStored) {
   auto daemon = StartDaemon();
   v1::Experiment base = SubmitJson({"-f", Example("16k-nocache.yaml")});
-  auto variant = [](std::string from, std::string to) {
-    return [from, to](CliIntegrationTest& t, const std::string&) {
-      return std::vector<std::string>{
-          "submit", "-f", static_cast<BadInputTest&>(t).WriteVariant("16k-nocache.yaml", from, to)};
-    };
-  };
-  auto delta = [](std::vector<std::string> sets) {
-    return [sets](CliIntegrationTest&, const std::string& base) {
-      std::vector<std::string> args = {"submit", "--base", base};
-      for (const auto& s : sets) args.insert(args.end(), {"--set", s});
-      return args;
-    };
-  };
   const std::vector<BadInput> cases = {
-      {"unknown field", variant("  concurrency: 128", "  concurency: 128"), kExitInvalidArgument,
+      {"unknown field", Variant("  concurrency: 128", "  concurency: 128"), kExitInvalidArgument,
        "INVALID_ARGUMENT", "workload.concurency"},
-      {"wrong type", variant("concurrency: 128", "concurrency: lots"), kExitInvalidArgument,
+      {"wrong type", Variant("concurrency: 128", "concurrency: lots"), kExitInvalidArgument,
        "INVALID_ARGUMENT", "workload.concurrency"},
-      {"num_requests 0", variant("num_requests: 640", "num_requests: 0"), kExitInvalidArgument,
+      {"num_requests 0", Variant("num_requests: 640", "num_requests: 0"), kExitInvalidArgument,
        "INVALID_ARGUMENT", "workload.num_requests"},
-      {"num_requests negative", variant("num_requests: 640", "num_requests: -5"),
+      {"num_requests negative", Variant("num_requests: 640", "num_requests: -5"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "workload.num_requests"},
-      {"concurrency 0", variant("concurrency: 128", "concurrency: 0"), kExitInvalidArgument,
+      {"concurrency 0", Variant("concurrency: 128", "concurrency: 0"), kExitInvalidArgument,
        "INVALID_ARGUMENT", "workload.concurrency"},
-      {"negative request_rate", variant("request_rate: 6", "request_rate: -1"),
+      {"negative request_rate", Variant("request_rate: 6", "request_rate: -1"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "workload.request_rate"},
-      {"malformed YAML", variant("workload:\n", "workload: [unclosed\n"), kExitInvalidArgument,
+      {"malformed YAML", Variant("workload:\n", "workload: [unclosed\n"), kExitInvalidArgument,
        "INVALID_ARGUMENT", "variant"},
       // The issue allows either code for a file the spec names but that is missing.
       {"missing referenced file",
-       variant("layouts/decode-layout-a.json", "layouts/no-such-layout.json"), kExitNotFound,
+       Variant("layouts/decode-layout-a.json", "layouts/no-such-layout.json"), kExitNotFound,
        "NOT_FOUND", "deployment.decode.expert_layout", kExitInvalidArgument, "INVALID_ARGUMENT"},
-      {"unknown base id", delta({"workload.concurrency=96"}), kExitNotFound, "NOT_FOUND",
+      {"unknown base id", Delta({"workload.concurrency=96"}), kExitNotFound, "NOT_FOUND",
        "exp-999"},
-      {"--set on a missing path", delta({"workload.concurency=96"}), kExitInvalidArgument,
+      {"--set on a missing path", Delta({"workload.concurency=96"}), kExitInvalidArgument,
        "INVALID_ARGUMENT", "workload.concurency"},
-      {"--set with a wrong type", delta({"workload.concurrency=many"}), kExitInvalidArgument,
+      {"--set with a wrong type", Delta({"workload.concurrency=many"}), kExitInvalidArgument,
        "INVALID_ARGUMENT", "workload.concurrency"},
-      {"--set concurrency 0", delta({"workload.concurrency=0"}), kExitInvalidArgument,
+      {"--set concurrency 0", Delta({"workload.concurrency=0"}), kExitInvalidArgument,
        "INVALID_ARGUMENT", "workload.concurrency"},
-      {"a secret's value in env", delta({"deployment.prefill.env.HF_TOKEN=hf_x"}),
+      {"a secret's value in env", Delta({"deployment.prefill.env.HF_TOKEN=hf_x"}),
        kExitInvalidArgument, "INVALID_ARGUMENT", "deployment.prefill.env.HF_TOKEN"},
-      {"pass_env not a variable name", delta({"deployment.decode.pass_env=[\"1BAD\"]"}),
+      {"pass_env not a variable name", Delta({"deployment.decode.pass_env=[\"1BAD\"]"}),
        kExitInvalidArgument, "INVALID_ARGUMENT", "deployment.decode.pass_env[0]"},
       {"--unset on a missing path",
        [](CliIntegrationTest&, const std::string& base) {
@@ -488,19 +493,6 @@ TEST_F(BadInputTest, EachIsRefusedClearlyAndNothingIsStored) {
 TEST_F(BadInputTest, TheCatalogueOfHostileInputIsRefusedAndNothingIsStored) {
   auto daemon = StartDaemon();
   v1::Experiment base = SubmitJson({"-f", Example("16k-nocache.yaml")});
-  auto variant = [](std::string from, std::string to) {
-    return [from, to](CliIntegrationTest& t, const std::string&) {
-      return std::vector<std::string>{
-          "submit", "-f", static_cast<BadInputTest&>(t).WriteVariant("16k-nocache.yaml", from, to)};
-    };
-  };
-  auto delta = [](std::vector<std::string> sets) {
-    return [sets](CliIntegrationTest&, const std::string& base) {
-      std::vector<std::string> args = {"submit", "--base", base};
-      for (const auto& s : sets) args.insert(args.end(), {"--set", s});
-      return args;
-    };
-  };
   auto args = [](std::vector<std::string> fixed) {
     return [fixed](CliIntegrationTest&, const std::string&) { return fixed; };
   };
@@ -531,100 +523,100 @@ TEST_F(BadInputTest, TheCatalogueOfHostileInputIsRefusedAndNothingIsStored) {
 
   const std::vector<BadInput> cases = {
       // Numbers.
-      {"NaN", variant("request_rate: 6", "request_rate: .nan"), kExitInvalidArgument,
+      {"NaN", Variant("request_rate: 6", "request_rate: .nan"), kExitInvalidArgument,
        "INVALID_ARGUMENT", "workload.request_rate"},
-      {"inf", variant("request_rate: 6", "request_rate: .inf"), kExitInvalidArgument,
+      {"inf", Variant("request_rate: 6", "request_rate: .inf"), kExitInvalidArgument,
        "INVALID_ARGUMENT", "workload.request_rate"},
-      {"-inf", variant("tpot: 100ms", "tpot: -.inf"), kExitInvalidArgument, "INVALID_ARGUMENT",
+      {"-inf", Variant("tpot: 100ms", "tpot: -.inf"), kExitInvalidArgument, "INVALID_ARGUMENT",
        "analysis.slo.tpot"},
-      {"int32 overflow", variant("num_requests: 640", "num_requests: 2147483648"),
+      {"int32 overflow", Variant("num_requests: 640", "num_requests: 2147483648"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "workload.num_requests"},
-      {"too many requests", variant("num_requests: 640", "num_requests: 20000000"),
+      {"too many requests", Variant("num_requests: 640", "num_requests: 20000000"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "workload.num_requests"},
-      {"num_requests x input_tokens", variant("num_requests: 640", "num_requests: 9000000"),
+      {"num_requests x input_tokens", Variant("num_requests: 640", "num_requests: 9000000"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "workload.num_requests"},
-      {"negative duration", variant("formal_deadline: 20m", "formal_deadline: -20m"),
+      {"negative duration", Variant("formal_deadline: 20m", "formal_deadline: -20m"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "limits.formal_deadline"},
-      {"not a duration", variant("formal_deadline: 20m", "formal_deadline: 20 parsecs"),
+      {"not a duration", Variant("formal_deadline: 20m", "formal_deadline: 20 parsecs"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "limits.formal_deadline"},
-      {"negative SLO", variant("ttft: 10s", "ttft: -10s"), kExitInvalidArgument, "INVALID_ARGUMENT",
+      {"negative SLO", Variant("ttft: 10s", "ttft: -10s"), kExitInvalidArgument, "INVALID_ARGUMENT",
        "analysis.slo.ttft"},
       {"fraction over 1",
-       variant("max_num_seqs: 128", "max_num_seqs: 128\n    gpu_memory_utilization: 1.5"),
+       Variant("max_num_seqs: 128", "max_num_seqs: 128\n    gpu_memory_utilization: 1.5"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "deployment.prefill.gpu_memory_utilization"},
-      {"port out of range", variant("max_num_seqs: 128", "max_num_seqs: 128\n    port: 70000"),
+      {"port out of range", Variant("max_num_seqs: 128", "max_num_seqs: 128\n    port: 70000"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "deployment.prefill.port"},
-      {"negative device", variant("devices: [0, 1,", "devices: [-1, 1,"), kExitInvalidArgument,
+      {"negative device", Variant("devices: [0, 1,", "devices: [-1, 1,"), kExitInvalidArgument,
        "INVALID_ARGUMENT", "deployment.prefill.devices"},
-      {"device twice", variant("devices: [0, 1,", "devices: [0, 0,"), kExitInvalidArgument,
+      {"device twice", Variant("devices: [0, 1,", "devices: [0, 0,"), kExitInvalidArgument,
        "INVALID_ARGUMENT", "deployment.prefill.devices"},
-      {"repeats over 20", variant("request_rate: 6", "request_rate: 6\n  repeats: 21"),
+      {"repeats over 20", Variant("request_rate: 6", "request_rate: 6\n  repeats: 21"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "workload.repeats"},
-      {"cache ratio 1.5", variant("seed: 7", "seed: 7\n    prefix_cache_ratio: 1.5"),
+      {"cache ratio 1.5", Variant("seed: 7", "seed: 7\n    prefix_cache_ratio: 1.5"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "workload.dataset.prefix_cache_ratio"},
-      {"requests longer than the context", variant("max_model_len: 32768", "max_model_len: 1000"),
+      {"requests longer than the context", Variant("max_model_len: 32768", "max_model_len: 1000"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "max_model_len"},
       // Keys, types and enums.
-      {"duplicate key", variant("  concurrency: 128", "  concurrency: 128\n  concurrency: 64"),
+      {"duplicate key", Variant("  concurrency: 128", "  concurrency: 128\n  concurrency: 64"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "workload.concurrency: given twice"},
-      {"duplicate map key", variant("owner: perf-team", "owner: perf-team\n  owner: me"),
+      {"duplicate map key", Variant("owner: perf-team", "owner: perf-team\n  owner: me"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "labels.owner: given twice"},
-      {"unknown engine", variant("engine: sim", "engine: tensorrt"), kExitInvalidArgument,
+      {"unknown engine", Variant("engine: sim", "engine: tensorrt"), kExitInvalidArgument,
        "INVALID_ARGUMENT", "deployment.engine"},
-      {"enum by number", variant("engine: sim", "engine: 99"), kExitInvalidArgument,
+      {"enum by number", Variant("engine: sim", "engine: 99"), kExitInvalidArgument,
        "INVALID_ARGUMENT", "deployment.engine"},
-      {"unknown arrival", variant("arrival: poisson", "arrival: bursty"), kExitInvalidArgument,
+      {"unknown arrival", Variant("arrival: poisson", "arrival: bursty"), kExitInvalidArgument,
        "INVALID_ARGUMENT", "workload.arrival"},
-      {"generate API on the sim", variant("request_rate: 6", "request_rate: 6\n  api: generate"),
+      {"generate API on the sim", Variant("request_rate: 6", "request_rate: 6\n  api: generate"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "workload.api"},
-      {"list for a mapping", variant("labels:\n  owner: perf-team", "labels: [1, 2]"),
+      {"list for a mapping", Variant("labels:\n  owner: perf-team", "labels: [1, 2]"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "labels"},
-      {"mapping for a scalar", variant("scenario: 16k-nocache", "scenario: {a: 1}"),
+      {"mapping for a scalar", Variant("scenario: 16k-nocache", "scenario: {a: 1}"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "scenario"},
-      {"empty scenario", variant("scenario: 16k-nocache", "scenario: \"\""), kExitInvalidArgument,
+      {"empty scenario", Variant("scenario: 16k-nocache", "scenario: \"\""), kExitInvalidArgument,
        "INVALID_ARGUMENT", "scenario"},
       {"relative program path",
-       variant("engine: sim", "engine: sim\n  programs: {vllm_binary: bin/vllm}"),
+       Variant("engine: sim", "engine: sim\n  programs: {vllm_binary: bin/vllm}"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "deployment.programs.vllm_binary"},
       {"a secret's value in a spec file",
-       variant("max_num_seqs: 256", "max_num_seqs: 256\n    env: {WANDB_API_KEY: k}"),
+       Variant("max_num_seqs: 256", "max_num_seqs: 256\n    env: {WANDB_API_KEY: k}"),
        kExitInvalidArgument, "INVALID_ARGUMENT", "deployment.decode.env.WANDB_API_KEY"},
       // YAML that expands or nests without end.
       {"YAML bomb (aliases)",
-       variant("max_num_seqs: 128", "max_num_seqs: 128\n    extra_args: " + bomb),
+       Variant("max_num_seqs: 128", "max_num_seqs: 128\n    extra_args: " + bomb),
        kExitInvalidArgument, "INVALID_ARGUMENT", "deployment.prefill.extra_args[0]"},
-      {"nesting 10,000 deep", variant("owner: perf-team", "owner: " + deep), kExitInvalidArgument,
+      {"nesting 10,000 deep", Variant("owner: perf-team", "owner: " + deep), kExitInvalidArgument,
        "INVALID_ARGUMENT", "malformed YAML"},
       // Referenced files.
-      {"layout is a FIFO", variant(layout, "expert_layout: " + fifo), kExitInvalidArgument,
+      {"layout is a FIFO", Variant(layout, "expert_layout: " + fifo), kExitInvalidArgument,
        "INVALID_ARGUMENT", "is a FIFO"},
-      {"layout links to /dev/zero", variant(layout, "expert_layout: " + zero), kExitInvalidArgument,
+      {"layout links to /dev/zero", Variant(layout, "expert_layout: " + zero), kExitInvalidArgument,
        "INVALID_ARGUMENT", "is a character device"},
-      {"layout is a directory", variant(layout, "expert_layout: " + directory),
+      {"layout is a directory", Variant(layout, "expert_layout: " + directory),
        kExitInvalidArgument, "INVALID_ARGUMENT", "is a directory"},
-      {"layout over the size limit", variant(layout, "expert_layout: " + huge),
+      {"layout over the size limit", Variant(layout, "expert_layout: " + huge),
        kExitInvalidArgument, "INVALID_ARGUMENT", "over the limit"},
       {"layout path through ..",
-       variant(layout, "expert_layout: layouts/../layouts/../nothing.json"), kExitNotFound,
+       Variant(layout, "expert_layout: layouts/../layouts/../nothing.json"), kExitNotFound,
        "NOT_FOUND", "deployment.decode.expert_layout"},
       // Deltas.
-      {"--set NaN", delta({"workload.request_rate=nan"}), kExitInvalidArgument, "INVALID_ARGUMENT",
+      {"--set NaN", Delta({"workload.request_rate=nan"}), kExitInvalidArgument, "INVALID_ARGUMENT",
        "workload.request_rate"},
-      {"--set negative duration", delta({"limits.formal_deadline=-1s"}), kExitInvalidArgument,
+      {"--set negative duration", Delta({"limits.formal_deadline=-1s"}), kExitInvalidArgument,
        "INVALID_ARGUMENT", "limits.formal_deadline"},
-      {"--set bad duration", delta({"limits.drain_timeout=soon"}), kExitInvalidArgument,
+      {"--set bad duration", Delta({"limits.drain_timeout=soon"}), kExitInvalidArgument,
        "INVALID_ARGUMENT", "limits.drain_timeout"},
-      {"--set unknown enum", delta({"workload.arrival=bursty"}), kExitInvalidArgument,
+      {"--set unknown enum", Delta({"workload.arrival=bursty"}), kExitInvalidArgument,
        "INVALID_ARGUMENT", "workload.arrival"},
-      {"--set overflow", delta({"workload.num_requests=99999999999"}), kExitInvalidArgument,
+      {"--set overflow", Delta({"workload.num_requests=99999999999"}), kExitInvalidArgument,
        "INVALID_ARGUMENT", "workload.num_requests"},
-      {"--set negative device", delta({"deployment.decode.devices=[-3]"}), kExitInvalidArgument,
+      {"--set negative device", Delta({"deployment.decode.devices=[-3]"}), kExitInvalidArgument,
        "INVALID_ARGUMENT", "deployment.decode.devices"},
-      {"--set index out of range", delta({"deployment.decode.extra_args[99]=x"}),
+      {"--set index out of range", Delta({"deployment.decode.extra_args[99]=x"}),
        kExitInvalidArgument, "INVALID_ARGUMENT", "deployment.decode.extra_args"},
-      {"--set without =", delta({"workload.concurrency"}), kExitInvalidArgument, "INVALID_ARGUMENT",
+      {"--set without =", Delta({"workload.concurrency"}), kExitInvalidArgument, "INVALID_ARGUMENT",
        "workload.concurrency"},
-      {"--set a FIFO as layout", delta({"deployment.decode.expert_layout=" + fifo}),
+      {"--set a FIFO as layout", Delta({"deployment.decode.expert_layout=" + fifo}),
        kExitInvalidArgument, "INVALID_ARGUMENT", "is a FIFO"},
       {"--unset a required field",
        [](CliIntegrationTest&, const std::string& base) {
@@ -637,7 +629,7 @@ TEST_F(BadInputTest, TheCatalogueOfHostileInputIsRefusedAndNothingIsStored) {
       {"spec is a directory", args({"submit", "-f", directory}), kExitUsage, "usage",
        "is a directory"},
       {"spec not UTF-8", args({"submit", "-f", latin1}), kExitUsage, "usage", "not UTF-8"},
-      {"argument not UTF-8", delta({"labels.owner=caf\xe9"}), kExitUsage, "usage", "not UTF-8"},
+      {"argument not UTF-8", Delta({"labels.owner=caf\xe9"}), kExitUsage, "usage", "not UTF-8"},
       {"-f and --base", args({"submit", "-f", Example("16k-nocache.yaml"), "--base", "exp-1"}),
        kExitUsage, "usage", "either"},
       {"unknown output format", args({"-o", "yaml", "list"}), kExitUsage, "usage", "yaml"},
