@@ -57,14 +57,17 @@ TEST(SpecDeltaTest, Durations) {
 
 TEST(SpecDeltaTest, RepeatedFields) {
   v1::ExperimentSpec spec;
-  auto& args = *spec.mutable_deployment()->mutable_decode()->mutable_extra_args();
+  // Read afresh after each change: ApplySet copies the result back, and
+  // protobuf's Clear() frees sub-messages, so a held reference would dangle
+  // (ASan found one here).
+  auto args = [&] { return spec.deployment().decode().extra_args(); };
   ASSERT_THAT(ApplySet(spec, "deployment.decode.extra_args+=--a"), IsOk());
   ASSERT_THAT(ApplySet(spec, "deployment.decode.extra_args+=--b"), IsOk());
   ASSERT_THAT(ApplySet(spec, "deployment.decode.extra_args+=--c"), IsOk());
   ASSERT_THAT(ApplySet(spec, "deployment.decode.extra_args[1]=--B"), IsOk());
-  EXPECT_THAT(args, ElementsAre("--a", "--B", "--c"));
+  EXPECT_THAT(args(), ElementsAre("--a", "--B", "--c"));
   ASSERT_THAT(ApplyUnset(spec, "deployment.decode.extra_args[0]"), IsOk());
-  EXPECT_THAT(args, ElementsAre("--B", "--c"));
+  EXPECT_THAT(args(), ElementsAre("--B", "--c"));
   EXPECT_THAT(ApplySet(spec, "deployment.decode.extra_args[5]=x"),
               StatusIs(kInvalid, HasSubstr("out of range")));
   ASSERT_THAT(ApplySet(spec, "deployment.decode.devices=[8, 9, 10]"), IsOk());
