@@ -19,7 +19,7 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 
-// Instances that still hold requests, as "decode: 3 running, 1 waiting".
+// True when the instance's process is known to have exited.
 bool IsGone(StageEnv& env, const v1::ServingInstance& instance) {
   absl::StatusOr<bool> alive = env.instances.Alive(instance);
   return alive.ok() && !*alive;
@@ -37,6 +37,7 @@ absl::StatusOr<std::vector<std::string>> GoneInstances(StageEnv& env) {
   return gone;
 }
 
+// Instances that still hold requests, as "decode: 3 running, 1 waiting".
 absl::StatusOr<std::vector<std::string>> BusyInstances(StageEnv& env) {
   SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, env.store.ListInstances());
   std::vector<std::string> busy;
