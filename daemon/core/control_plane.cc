@@ -211,6 +211,7 @@ absl::StatusOr<v1::Experiment> ControlPlane::Create(v1::Experiment experiment) {
     absl::StrAppend(&event.detail, " from base ", experiment.base_id(), "; ",
                     experiment.changes_size(), " changed field(s)");
   }
+  absl::MutexLock enqueue_lock(&enqueue_mu_);
   SERVELAB_ASSIGN_OR_RETURN(v1::Experiment created, ledger_.Create(std::move(experiment), event));
   if (executor_ != nullptr) executor_->Enqueue(created.id());
   return created;
@@ -262,6 +263,7 @@ absl::StatusOr<v1::ListExperimentsResponse> ControlPlane::List(
 
 absl::StatusOr<v1::Experiment> ControlPlane::Resume(const v1::ResumeExperimentRequest& request) {
   SERVELAB_RETURN_IF_ERROR(CheckAcceptingWork());
+  absl::MutexLock enqueue_lock(&enqueue_mu_);
   SERVELAB_ASSIGN_OR_RETURN(
       v1::Experiment resumed,
       ledger_.Update(request.id(), [&](v1::Experiment& experiment) -> absl::StatusOr<EventText> {

@@ -123,6 +123,10 @@ class ControlPlane {
   ExperimentExecutor* executor_ = nullptr;
   bool paused_ = false;
 
+  // Held from a QUEUED commit to its Enqueue, so concurrent submissions and
+  // resumes reach the queue in the order they were committed (ids ascend).
+  absl::Mutex enqueue_mu_;
+
   int best_subscription_ = 0;
   absl::Mutex best_mu_;
   bool best_loaded_ ABSL_GUARDED_BY(best_mu_) = false;
