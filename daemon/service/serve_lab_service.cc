@@ -22,9 +22,11 @@ absl::Status RequireId(const std::string& id) {
   return absl::OkStatus();
 }
 
-// A client that reads slowly gets the latest and the final experiment, but
-// may miss intermediate progress updates beyond this many.
-constexpr size_t kMaxPendingUpdates = 256;
+// Every update is a whole snapshot, so one that keeps the state of the one
+// queued before it replaces that one: a client that reads slowly (or never)
+// holds at most one queued snapshot per state it has yet to see, and this
+// bounds the rest (a resume cycles the states).
+constexpr size_t kMaxPendingUpdates = 16;
 
 }  // namespace
 
@@ -41,9 +43,10 @@ class ServeLabService::WatchReactor : public grpc::ServerWriteReactor<v1::Experi
       shared_->reactor = this;
     }
     absl::Status valid = RequireId(id_);
-    if (!valid.ok() || !service_.AddWatch(this)) {
+    if (valid.ok()) valid = service_.AddWatch(this);
+    if (!valid.ok()) {
       absl::MutexLock lock(&shared_->mu);
-      FinishLocked(valid.ok() ? absl::UnavailableError("servelabd is shutting down") : valid);
+      FinishLocked(valid);
       return;
     }
     registered_ = true;
@@ -117,6 +120,10 @@ class ServeLabService::WatchReactor : public grpc::ServerWriteReactor<v1::Experi
 
   void EnqueueLocked(const v1::Experiment& experiment) {
     if (finish_started_) return;
+    if (!pending_.empty() && pending_.back().state() == experiment.state()) {
+      pending_.back() = experiment;
+      return;  // A write is in flight, or there would be nothing queued.
+    }
     if (pending_.size() >= kMaxPendingUpdates) pending_.pop_front();
     pending_.push_back(experiment);
     MaybeWriteLocked();
@@ -179,11 +186,16 @@ void ServeLabService::EndWatches() {
   for (WatchReactor* watch : watches_) watch->EndForShutdown();
 }
 
-bool ServeLabService::AddWatch(WatchReactor* watch) {
+absl::Status ServeLabService::AddWatch(WatchReactor* watch) {
   absl::MutexLock lock(&mu_);
-  if (ending_watches_) return false;
+  if (ending_watches_) return absl::UnavailableError("servelabd is shutting down");
+  if (watches_.size() >= kMaxWatches) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("servelabd serves at most ", kMaxWatches,
+                     " watches at once; wait for one to end or use GetExperiment"));
+  }
   watches_.insert(watch);
-  return true;
+  return absl::OkStatus();
 }
 
 void ServeLabService::RemoveWatch(WatchReactor* watch) {

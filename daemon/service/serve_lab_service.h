@@ -79,8 +79,13 @@ class ServeLabService final : public v1::ServeLab::CallbackService {
   // Records the RPC, maps `status` and finishes the call.
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context, std::string_view method,
                                    const absl::Status& status);
-  // False when shutting down.
-  bool AddWatch(WatchReactor* watch);
+  // At most this many WatchExperiment streams are open at once; past it a
+  // new one is refused with RESOURCE_EXHAUSTED. Each open watch holds a few
+  // experiment snapshots at most (docs/design.md §10), so this bounds the
+  // memory watches can take, however slowly their clients read.
+  static constexpr size_t kMaxWatches = 1000;
+  // UNAVAILABLE when shutting down, RESOURCE_EXHAUSTED past kMaxWatches.
+  absl::Status AddWatch(WatchReactor* watch);
   void RemoveWatch(WatchReactor* watch);
 
   core::ControlPlane& control_plane_;
