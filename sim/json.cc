@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/json_quote.h"
+#include "common/utf8.h"
 
 namespace servelab::sim {
 
@@ -64,6 +65,12 @@ class Parser {
   explicit Parser(absl::string_view text) : text_(text) {}
 
   absl::StatusOr<JsonValue> ParseDocument() {
+    // JSON text is UTF-8 (RFC 8259 §8.1); vLLM's server answers 400 to
+    // anything else, and the prompt's words must be text.
+    if (size_t bad = FirstInvalidUtf8(text_); bad != text_.size()) {
+      pos_ = bad;
+      return Error("not UTF-8");
+    }
     absl::StatusOr<JsonValue> v = ParseValue(0);
     if (!v.ok()) return v;
     SkipSpace();
@@ -212,12 +219,15 @@ class Parser {
           absl::StatusOr<uint32_t> cp = ParseHex4();
           if (!cp.ok()) return cp.status();
           uint32_t code = *cp;
-          if (code >= 0xD800 && code <= 0xDBFF && Consume("\\u")) {
+          // A surrogate only stands in a high + low pair: alone it is no
+          // character, and would make the string invalid UTF-8.
+          if (code >= 0xDC00 && code <= 0xDFFF) return Error("lone surrogate in \\u escape");
+          if (code >= 0xD800 && code <= 0xDBFF) {
+            if (!Consume("\\u")) return Error("lone surrogate in \\u escape");
             absl::StatusOr<uint32_t> low = ParseHex4();
             if (!low.ok()) return low.status();
-            if (*low >= 0xDC00 && *low <= 0xDFFF) {
-              code = 0x10000 + ((code - 0xD800) << 10) + (*low - 0xDC00);
-            }
+            if (*low < 0xDC00 || *low > 0xDFFF) return Error("lone surrogate in \\u escape");
+            code = 0x10000 + ((code - 0xD800) << 10) + (*low - 0xDC00);
           }
           AppendUtf8(code, out);
           break;

@@ -48,6 +48,21 @@ TEST(JsonTest, RoundTripsThroughToJson) {
   EXPECT_EQ(ToJson(*v), R"({"s":"q\"","f":0.5,"p":1})");
 }
 
+TEST(JsonTest, RejectsTextThatIsNotUtf8AndLoneSurrogates) {
+  EXPECT_THAT(ParseJson("{\"p\":\"a\xff\"}"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("byte 7: not UTF-8")));
+  for (const char* bad :
+       {R"(["\ud800"])", R"(["\udc00"])", R"(["\ud800\u0041"])", R"(["\ud800x"])"}) {
+    EXPECT_THAT(ParseJson(bad),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("lone surrogate")))
+        << bad;
+  }
+  absl::StatusOr<JsonValue> pair = ParseJson(R"(["\ud83d\ude00", "\u00e9"])");
+  ASSERT_THAT(pair, IsOk());
+  EXPECT_EQ(pair->items()[0].string_value(), "\xf0\x9f\x98\x80");
+  EXPECT_EQ(pair->items()[1].string_value(), "\xc3\xa9");
+}
+
 TEST(JsonTest, RejectsDeepNesting) {
   EXPECT_FALSE(ParseJson(std::string(100, '[') + std::string(100, ']')).ok());
 }

@@ -52,6 +52,17 @@ HttpResponse Http(int port, const std::string& method, const std::string& path,
                   const std::string& body,
                   const std::vector<std::pair<std::string, std::string>>& headers,
                   absl::Duration timeout) {
+  std::ostringstream req;
+  req << method << " " << path << " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  for (const auto& [k, v] : headers) req << k << ": " << v << "\r\n";
+  if (method == "POST") {
+    req << "Content-Type: application/json\r\nContent-Length: " << body.size() << "\r\n";
+  }
+  req << "\r\n" << body;
+  return RawHttp(port, req.str(), timeout);
+}
+
+HttpResponse RawHttp(int port, const std::string& data, absl::Duration timeout, bool half_close) {
   HttpResponse response;
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   timeval tv = absl::ToTimeval(timeout);
@@ -66,15 +77,8 @@ HttpResponse Http(int port, const std::string& method, const std::string& path,
     return response;
   }
   response.connected = true;
-  std::ostringstream req;
-  req << method << " " << path << " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-  for (const auto& [k, v] : headers) req << k << ": " << v << "\r\n";
-  if (method == "POST") {
-    req << "Content-Type: application/json\r\nContent-Length: " << body.size() << "\r\n";
-  }
-  req << "\r\n" << body;
-  std::string data = req.str();
   send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+  if (half_close) shutdown(fd, SHUT_WR);
   std::string raw;
   char buf[65536];
   while (true) {

@@ -31,6 +31,11 @@ HttpResponse Http(int port, const std::string& method, const std::string& path,
                   const std::string& body = "",
                   const std::vector<std::pair<std::string, std::string>>& headers = {},
                   absl::Duration timeout = absl::Seconds(20));
+// Sends `data` as it is (a whole request, well-formed or not) and reads
+// the answer until the sim closes the connection or `timeout` passes;
+// `half_close` ends the sending side first, as a client that gave up would.
+HttpResponse RawHttp(int port, const std::string& data, absl::Duration timeout = absl::Seconds(20),
+                     bool half_close = false);
 inline HttpResponse Post(int port, const std::string& path, const std::string& body,
                          const std::vector<std::pair<std::string, std::string>>& headers = {}) {
   return Http(port, "POST", path, body, headers);

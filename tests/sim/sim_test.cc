@@ -19,6 +19,7 @@ using ::servelab::sim::testing::Http;
 using ::servelab::sim::testing::HttpResponse;
 using ::servelab::sim::testing::Metric;
 using ::servelab::sim::testing::Post;
+using ::servelab::sim::testing::RawHttp;
 using ::servelab::sim::testing::SimProcess;
 using ::servelab::sim::testing::SseData;
 using ::servelab::testing::WaitFor;
@@ -260,6 +261,96 @@ TEST(SimHttpTest, BadInputGets4xxAndServerKeepsServing) {
   EXPECT_EQ(Get(sim.port(), "/v1/completions").status, 405);
   EXPECT_EQ(Post(sim.port(), "/v1/completions", R"({"prompt":"still fine"})").status, 200);
   EXPECT_EQ(Metric(sim.port(), "vllm:request_success_total"), 1);
+}
+
+// Issue 10, R3: hostile requests, each refused with its status and an
+// OpenAI-style error (when the HTTP itself could be read), and none of them
+// starts a generation: the counters stay at zero until the one good request.
+TEST(SimHttpTest, TheCatalogueOfHostileRequestsIsRefusedAndNothingStarts) {
+  SimProcess sim(kFast, "max_model_len: 64\nmax_body_bytes: 1048576\n");
+  ASSERT_TRUE(sim.WaitHealthy());
+  const std::string deep_arrays = std::string(10000, '[') + std::string(10000, ']');
+  std::string deep_objects;
+  for (int i = 0; i < 10000; ++i) deep_objects += R"({"a":)";
+  deep_objects += "1" + std::string(10000, '}');
+  struct Case {
+    std::string name, path, body;
+    int status;
+  };
+  const std::vector<Case> json_cases = {
+      {"arrays 10,000 deep", "/v1/completions", R"({"prompt":)" + deep_arrays + "}", 400},
+      {"objects 10,000 deep", "/v1/completions", deep_objects, 400},
+      {"body past max_body_bytes", "/v1/completions",
+       absl::StrCat(R"({"prompt":")", std::string(2 << 20, 'a'), R"("})"), 413},
+      {"NaN", "/v1/completions", R"({"prompt":"a","max_tokens":NaN})", 400},
+      {"Infinity", "/v1/completions", R"({"prompt":"a","max_tokens":Infinity})", 400},
+      {"number past double", "/v1/completions", R"({"prompt":"a","max_tokens":1e999})", 400},
+      {"integer past int64", "/v1/completions",
+       R"({"prompt":"a","max_tokens":99999999999999999999})", 400},
+      {"fractional max_tokens", "/v1/completions", R"({"prompt":"a","max_tokens":3.5})", 400},
+      {"max_tokens as a string", "/v1/completions", R"({"prompt":"a","max_tokens":"3"})", 400},
+      {"negative token id", "/v1/completions", R"({"prompt":[5,-1]})", 400},
+      {"token id past int64", "/v1/completions", R"({"prompt":[99999999999999999999]})", 400},
+      {"empty token list", "/v1/completions", R"({"prompt":[]})", 400},
+      {"batched prompts", "/v1/completions", R"({"prompt":[[1,2],[3]]})", 400},
+      {"empty prompt text", "/v1/completions", R"({"prompt":""})", 400},
+      {"min_tokens above max_tokens", "/v1/completions",
+       R"({"prompt":"a","max_tokens":2,"min_tokens":3})", 400},
+      {"n = 2", "/v1/completions", R"({"prompt":"a","n":2})", 400},
+      {"stream as a string", "/v1/completions", R"({"prompt":"a","stream":"yes"})", 400},
+      {"stream_options a list", "/v1/completions", R"({"prompt":"a","stream_options":[]})", 400},
+      {"another model", "/v1/completions", R"({"prompt":"a","model":"other"})", 404},
+      {"a JSON array body", "/v1/completions", R"([{"prompt":"a"}])", 400},
+      {"trailing garbage", "/v1/completions", R"({"prompt":"a"} x)", 400},
+      {"non-UTF-8 in a string", "/v1/completions", "{\"prompt\":\"a\xff\xfe\"}", 400},
+      {"a lone surrogate escape", "/v1/completions", R"({"prompt":"\ud800"})", 400},
+      {"a control character in a string", "/v1/completions", "{\"prompt\":\"a\x01\"}", 400},
+      {"messages as a string", "/v1/chat/completions", R"({"messages":"hi"})", 400},
+      {"a message without a role", "/v1/chat/completions", R"({"messages":[{"content":"x"}]})",
+       400},
+      {"an image content part", "/v1/chat/completions",
+       R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})", 400},
+  };
+  for (const Case& c : json_cases) {
+    SCOPED_TRACE(c.name);
+    HttpResponse r = Post(sim.port(), c.path, c.body);
+    EXPECT_EQ(r.status, c.status) << r.body.substr(0, 200);
+    JsonValue v = MustParse(r.body);
+    if (v.Find("error") == nullptr) {
+      ADD_FAILURE() << "no error object: " << r.body.substr(0, 200);
+      continue;
+    }
+    EXPECT_EQ(v.Find("error")->Find("code")->int_value(), c.status);
+    EXPECT_FALSE(v.Find("error")->Find("message")->string_value().empty());
+  }
+  const std::string post = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  const std::vector<Case> http_cases = {
+      {"a request line that is not HTTP", "", "GARBAGE\r\n\r\n", 400},
+      {"headers past 8 KiB", "",
+       post + "X-Big: " + std::string(16 << 10, 'x') + "\r\nContent-Length: 2\r\n\r\n{}", 400},
+      {"a body shorter than its Content-Length", "",
+       post + "Content-Length: 100\r\n\r\n{\"prompt\":\"a\"}", 400},
+      {"a Content-Length that is not a number", "", post + "Content-Length: -5\r\n\r\n{}", 400},
+      {"a bad chunk size", "", post + "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+       400},
+      {"a chunked body past max_body_bytes", "",
+       post + "Transfer-Encoding: chunked\r\n\r\n200000\r\n" + std::string(0x200000, 'a') +
+           "\r\n0\r\n\r\n",
+       413},
+  };
+  for (const Case& c : http_cases) {
+    SCOPED_TRACE(c.name);
+    HttpResponse r = RawHttp(sim.port(), c.body, absl::Seconds(10), /*half_close=*/true);
+    EXPECT_EQ(r.status, c.status) << r.body.substr(0, 200);
+  }
+  // Nothing was admitted, counted or left running.
+  EXPECT_EQ(Metric(sim.port(), "vllm:request_success_total"), 0);
+  EXPECT_EQ(Metric(sim.port(), "vllm:prompt_tokens_total"), 0);
+  EXPECT_EQ(Metric(sim.port(), "vllm:num_requests_running"), 0);
+  EXPECT_EQ(Metric(sim.port(), "vllm:num_requests_waiting"), 0);
+  EXPECT_EQ(Post(sim.port(), "/v1/completions", R"({"prompt":"still fine"})").status, 200);
+  EXPECT_EQ(Metric(sim.port(), "vllm:request_success_total"), 1);
+  std::printf("%zu hostile requests refused\n", json_cases.size() + http_cases.size());
 }
 
 TEST(SimHttpTest, ErrorFaultAnswers5xxForTheNextRequests) {
