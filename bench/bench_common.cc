@@ -35,6 +35,15 @@ void PinTo(int core) {
   sched_setaffinity(0, sizeof set, &set);
 }
 
+long long ProcStatusField(int pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::atoll(line.c_str() + field.size() + 1);
+  }
+  return -1;
+}
+
 double SelfCpuSeconds() {
   rusage u;
   getrusage(RUSAGE_SELF, &u);

@@ -15,6 +15,10 @@ std::string Machine();
 // Pins the calling process to `core`; a negative core leaves it free.
 void PinTo(int core);
 
+// A field of /proc/PID/status ("VmRSS", "VmHWM", "Threads") as its number
+// (KiB for the Vm* fields); -1 when the process or the field is gone.
+long long ProcStatusField(int pid, const std::string& field);
+
 // User + system CPU seconds of this process so far.
 double SelfCpuSeconds();
 

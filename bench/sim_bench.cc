@@ -126,18 +126,6 @@ double ProcCpuSeconds(pid_t pid) {
   return (utime + stime) / sysconf(_SC_CLK_TCK);
 }
 
-std::string ProcStatus(pid_t pid, const std::string& key) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) == 0) {
-      std::string v = line.substr(key.size() + 1);
-      return v.substr(v.find_first_not_of(" \t"));
-    }
-  }
-  return "?";
-}
-
 }  // namespace
 }  // namespace servelab::bench
 
@@ -215,8 +203,8 @@ int main(int argc, char** argv) {
     });
   });
   io.run();
-  std::string peak_rss = ProcStatus(sim, "VmHWM");
-  std::string sim_threads = ProcStatus(sim, "Threads");
+  const long long peak_rss_kib = ProcStatusField(sim, "VmHWM");
+  const long long sim_threads = ProcStatusField(sim, "Threads");
   kill(sim, SIGTERM);
   waitpid(sim, nullptr, 0);
   std::filesystem::remove_all(dir);
@@ -227,9 +215,9 @@ int main(int argc, char** argv) {
   double cpu = cpu_end - cpu_start;
   printf("machine: %s\n", Machine().c_str());
   printf(
-      "setup: sim pinned to core %d (%s threads), client on core %d, %d concurrent streams, "
+      "setup: sim pinned to core %d (%lld threads), client on core %d, %d concurrent streams, "
       "%d tokens/request, time-scale %g, decode %g s/token\n",
-      sim_core, sim_threads.c_str(), client_core, streams, max_tokens, time_scale, decode_seconds);
+      sim_core, sim_threads, client_core, streams, max_tokens, time_scale, decode_seconds);
   printf("window: %.2f s, requests completed %llu, errors %llu\n", wall,
          static_cast<unsigned long long>(counters.measured_requests),
          static_cast<unsigned long long>(counters.errors));
@@ -237,6 +225,6 @@ int main(int argc, char** argv) {
   printf("token chunks/s:                  %.0f\n", token_chunks / wall);
   printf("sim CPU: %.2f s over the window (%.0f%% of one core), %.4f CPU s per 1,000 chunks\n", cpu,
          100 * cpu / wall, chunks > 0 ? 1000 * cpu / chunks : 0);
-  printf("sim peak memory (VmHWM): %s\n", peak_rss.c_str());
+  printf("sim peak memory (VmHWM): %lld kB\n", peak_rss_kib);
   return counters.errors > 0 ? 1 : 0;
 }

@@ -14,20 +14,16 @@
 // first one after warm-up: RSS, threads, descriptors and WAL are to stay
 // flat; the database grows with the history it keeps (printed per
 // experiment).
-#include <dirent.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "bench/bench_common.h"
 #include "bench/bench_daemon.h"
@@ -55,21 +51,6 @@ struct Sample {
   int64_t db_bytes = 0;
   int64_t wal_bytes = 0;
 };
-
-// A field of /proc/PID/status ("VmRSS", "Threads"), as a number; 0 if absent.
-int64_t ProcStatus(pid_t pid, const std::string& field) {
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    absl::string_view rest = line;
-    if (!absl::ConsumePrefix(&rest, field + ":")) continue;
-    int64_t value = 0;
-    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::StripSuffix(rest, "kB")), &value)) {
-      return value;
-    }
-  }
-  return 0;
-}
 
 int64_t OpenDescriptors(pid_t pid) {
   int64_t n = 0;
@@ -196,14 +177,18 @@ int Run(const Options& o) {
       if (absl::Now() < next_sample) continue;
       next_sample += absl::Seconds(o.sample_seconds);
       now.minutes = absl::ToDoubleMinutes(absl::Now() - start);
-      now.rss_kib = ProcStatus(daemon.pid(), "VmRSS");
-      now.threads = ProcStatus(daemon.pid(), "Threads");
+      now.rss_kib = ProcStatusField(daemon.pid(), "VmRSS");
+      now.threads = ProcStatusField(daemon.pid(), "Threads");
       now.fds = OpenDescriptors(daemon.pid());
       now.sims_rss_kib = 0;
       for (auto it = current_instances.begin(); it != current_instances.end();) {
-        const int64_t rss = ProcStatus(*it, "VmRSS");
-        it = rss > 0 ? std::next(it) : current_instances.erase(it);  // Gone: relaunched.
+        const int64_t rss = ProcStatusField(*it, "VmRSS");
+        if (rss < 0) {
+          it = current_instances.erase(it);  // Gone: relaunched.
+          continue;
+        }
         now.sims_rss_kib += rss;
+        ++it;
       }
       now.db_bytes = FileBytes(daemon.state_dir() + "/servelab.db");
       now.wal_bytes = FileBytes(daemon.state_dir() + "/servelab.db-wal");

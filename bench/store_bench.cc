@@ -29,9 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "bench/bench_common.h"
 #include "bench/bench_daemon.h"
@@ -50,18 +48,6 @@ constexpr int kListPage = 20;
 struct CallTimes {
   std::map<std::string, std::vector<double>> ms;  // call name -> samples
 };
-
-// VmRSS of `pid` in MiB, from /proc.
-double RssMib(pid_t pid) {
-  for (absl::string_view line :
-       absl::StrSplit(ReadFile(absl::StrCat("/proc/", pid, "/status")), '\n')) {
-    if (!absl::ConsumePrefix(&line, "VmRSS:")) continue;
-    double kib = 0;
-    (void)absl::SimpleAtod(absl::StripAsciiWhitespace(absl::StripSuffix(line, "kB")), &kib);
-    return kib / 1024;
-  }
-  return 0;
-}
 
 // Times `call` once; false (and a message) when it failed.
 bool Timed(CallTimes& times, const std::string& name, const std::function<grpc::Status()>& call) {
@@ -227,7 +213,7 @@ bool MeasurePaused(const std::string& bin_dir, const std::string& work_dir, cons
   if (target.empty()) return false;
   auto stub = Connect(target);
   const bool ok = MeasureCalls(*stub, base_id, o.samples, times);
-  rss_mib = RssMib(daemon.pid());
+  rss_mib = ProcStatusField(daemon.pid(), "VmRSS") / 1024.0;
   return ok;
 }
 
