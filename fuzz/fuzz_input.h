@@ -1,9 +1,12 @@
-// Splitting one fuzz input into the pieces a target needs, so that libFuzzer's
-// byte mutations reach every piece. Header-only; used by fuzz/*_fuzzer.cc.
+// What the fuzz targets share (header-only; used by fuzz/*_fuzzer.cc):
+// splitting one fuzz input into the pieces a target needs, so that
+// libFuzzer's byte mutations reach every piece; a checked invariant; and a
+// scratch directory for targets that read files.
 //
 //   FuzzInput in(data, size);
 //   int mode = in.Byte();                 // 0 when the input is exhausted
 //   std::string_view text = in.Rest();
+//   SERVELAB_FUZZ_CHECK(Parse(text).ok() || ...);
 #ifndef SERVELAB_FUZZ_FUZZ_INPUT_H_
 #define SERVELAB_FUZZ_FUZZ_INPUT_H_
 
@@ -11,6 +14,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <string>
 #include <string_view>
 
 // An invariant of the code under test: aborts (a crash libFuzzer saves, or a
@@ -53,6 +58,18 @@ class FuzzInput {
  private:
   std::string_view rest_;
 };
+
+// A directory of this process under /tmp, made on the first call and removed
+// at exit. Single-threaded, as libFuzzer runs a target.
+inline const std::filesystem::path& ScratchDir() {
+  static const std::filesystem::path* dir = [] {
+    std::string name = (std::filesystem::temp_directory_path() / "servelab-fuzz-XXXXXX").string();
+    if (mkdtemp(name.data()) == nullptr) std::abort();
+    std::atexit([] { std::filesystem::remove_all(ScratchDir()); });
+    return new std::filesystem::path(name);
+  }();
+  return *dir;
+}
 
 }  // namespace servelab::fuzz
 

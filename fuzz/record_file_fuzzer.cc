@@ -17,15 +17,6 @@
 namespace servelab::fuzz {
 namespace {
 
-const std::string& Dir() {
-  static const std::string* dir = [] {
-    char name[] = "/tmp/servelab-record-fuzz-XXXXXX";
-    if (mkdtemp(name) == nullptr) std::abort();
-    return new std::string(name);
-  }();
-  return *dir;
-}
-
 void Remove(const std::string& path) {
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
     ::unlink((path + suffix).c_str());
@@ -48,7 +39,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace servelab;
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
   const bool sqlite = bytes.substr(0, 16) == std::string_view("SQLite format 3\0", 16);
-  const std::string path = fuzz::Dir() + (sqlite ? "/records.sqlite" : "/records.jsonl");
+  const std::string path = fuzz::ScratchDir() / (sqlite ? "records.sqlite" : "records.jsonl");
   fuzz::Remove(path);
   {
     std::ofstream out(path, std::ios::binary);

@@ -24,14 +24,13 @@ namespace {
 // expert layouts the examples in deploy/examples/ name, so their seeds freeze.
 const std::string& BaseDir() {
   static const std::string* dir = [] {
-    char name[] = "/tmp/servelab-spec-fuzz-XXXXXX";
-    if (mkdtemp(name) == nullptr) std::abort();
-    std::filesystem::create_directory(std::filesystem::path(name) / "layouts");
+    const std::filesystem::path& scratch = ScratchDir();
+    std::filesystem::create_directory(scratch / "layouts");
     for (const char* layout : {"decode-layout-a", "decode-layout-b"}) {
-      std::ofstream(std::filesystem::path(name) / "layouts" / (std::string(layout) + ".json"))
+      std::ofstream(scratch / "layouts" / (std::string(layout) + ".json"))
           << "{\"name\": \"" << layout << "\", \"experts_per_rank\": 32}\n";
     }
-    return new std::string(name);
+    return new std::string(scratch.string());
   }();
   return *dir;
 }
