@@ -21,19 +21,9 @@
 
 #include "absl/strings/string_view.h"
 #include "sim/asio.h"
+#include "sim/http_request.h"
 
 namespace servelab::sim {
-
-// What the handlers need from a parsed HTTP request.
-struct IncomingRequest {
-  std::string method;
-  std::string path;   // without the query string
-  std::string query;  // after '?', may be empty
-  std::string body;
-  std::string request_id;  // x-request-id
-  std::string load_tag;    // x-servelab-load
-  bool keep_alive = true;
-};
 
 class ClientConn {
  public:

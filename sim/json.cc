@@ -20,7 +20,9 @@ JsonValue JsonValue::Number(double d, bool is_integer) {
   JsonValue v;
   v.type_ = Type::kNumber;
   v.number_ = d;
-  v.is_integer_ = is_integer;
+  // int_value() converts to int64_t, undefined outside [-2^63, 2^63): an
+  // integer literal beyond that is a plain number (found by fuzz/).
+  v.is_integer_ = is_integer && d >= -0x1p63 && d < 0x1p63 && std::trunc(d) == d;
   return v;
 }
 JsonValue JsonValue::String(std::string s) {
@@ -308,6 +310,8 @@ void AppendJson(const JsonValue& v, std::string& out) {
         char buf[32];
         snprintf(buf, sizeof(buf), "%.17g", v.number());
         out += buf;
+        // An integral double (100.0, -0.0) must not read back as an integer.
+        if (std::string_view(buf).find_first_of(".eE") == std::string_view::npos) out += ".0";
       }
       return;
     case JsonValue::Type::kString:

@@ -37,7 +37,8 @@ class JsonValue {
   bool is_null() const { return type_ == Type::kNull; }
   bool is_bool() const { return type_ == Type::kBool; }
   bool is_number() const { return type_ == Type::kNumber; }
-  // A number written without fraction or exponent, e.g. 12 (not 12.0).
+  // A number written without fraction or exponent, e.g. 12 (not 12.0), that
+  // fits int64_t (not 1e20 written out in digits: that is a plain number).
   bool is_integer() const { return type_ == Type::kNumber && is_integer_; }
   bool is_string() const { return type_ == Type::kString; }
   bool is_array() const { return type_ == Type::kArray; }
@@ -71,7 +72,8 @@ class JsonValue {
 // malformed input; nesting deeper than 64 levels is rejected.
 absl::StatusOr<JsonValue> ParseJson(absl::string_view text);
 
-// `value` serialized compactly (integers without a fraction).
+// `value` serialized compactly: integers without a fraction, other numbers
+// always with one or an exponent (100.0), so the text parses back the same.
 std::string ToJson(const JsonValue& value);
 
 // `s` as a JSON string literal, quotes included.

@@ -63,6 +63,34 @@ TEST(JsonTest, RejectsTextThatIsNotUtf8AndLoneSurrogates) {
   EXPECT_EQ(pair->items()[1].string_value(), "\xc3\xa9");
 }
 
+TEST(JsonTest, IntegerBeyondInt64IsAPlainNumber) {
+  absl::StatusOr<JsonValue> v =
+      ParseJson("[9223372036854775807, -9223372036854775808, 99999999999999999999999]");
+  ASSERT_THAT(v, IsOk());
+  // 2^63 - 1 rounds to 2^63 as a double, just out of range.
+  EXPECT_FALSE(v->items()[0].is_integer());
+  EXPECT_TRUE(v->items()[1].is_integer());
+  EXPECT_EQ(v->items()[1].int_value(), INT64_MIN);
+  EXPECT_FALSE(v->items()[2].is_integer());
+  EXPECT_TRUE(v->items()[2].is_number());
+  EXPECT_EQ(v->items()[2].number(), 1e23);
+  EXPECT_EQ(ToJson(*v), "[9.2233720368547758e+18,-9223372036854775808,9.9999999999999992e+22]");
+}
+
+TEST(JsonTest, IntegralDoubleKeepsItsFraction) {
+  absl::StatusOr<JsonValue> v = ParseJson("[100.0, 1e2, -0.0, 7]");
+  ASSERT_THAT(v, IsOk());
+  const std::string text = ToJson(*v);
+  EXPECT_EQ(text, "[100.0,100.0,-0.0,7]");
+  absl::StatusOr<JsonValue> again = ParseJson(text);
+  ASSERT_THAT(again, IsOk());
+  EXPECT_FALSE(again->items()[0].is_integer());
+  EXPECT_FALSE(again->items()[1].is_integer());
+  EXPECT_FALSE(again->items()[2].is_integer());
+  EXPECT_TRUE(again->items()[3].is_integer());
+  EXPECT_EQ(ToJson(*again), text);
+}
+
 TEST(JsonTest, RejectsDeepNesting) {
   EXPECT_FALSE(ParseJson(std::string(100, '[') + std::string(100, ']')).ok());
 }

@@ -129,7 +129,7 @@ asio::awaitable<void> Server::Session(tcp::socket socket) {
   ClientConn conn(std::move(socket));
   beast::flat_buffer buffer;
   while (true) {
-    http::request_parser<http::string_body> parser;
+    HttpRequestParser parser;
     parser.body_limit(static_cast<uint64_t>(instance_.config().max_body_bytes));
     co_await http::async_read(conn.socket(), buffer, parser,
                               asio::redirect_error(asio::use_awaitable, ec));
@@ -146,17 +146,7 @@ asio::awaitable<void> Server::Session(tcp::socket socket) {
                               false);
       break;
     }
-    http::request<http::string_body>& msg = parser.get();
-    IncomingRequest request;
-    request.method = std::string(msg.method_string());
-    std::string target(msg.target());
-    size_t q = target.find('?');
-    request.path = target.substr(0, q);
-    if (q != std::string::npos) request.query = target.substr(q + 1);
-    request.body = std::move(msg.body());
-    request.request_id = std::string(msg["x-request-id"]);
-    request.load_tag = std::string(msg["x-servelab-load"]);
-    request.keep_alive = msg.keep_alive();
+    IncomingRequest request = ToIncomingRequest(parser.get());
     bool keep = co_await Dispatch(conn, request);
     if (!keep || !request.keep_alive) break;
   }

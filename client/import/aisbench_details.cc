@@ -50,11 +50,16 @@ std::vector<Line> NonBlankLines(std::string_view text) {
   return lines;
 }
 
-// The row id of a {"__db_ref__": id}, or nullopt when `value` is not one.
-std::optional<int64_t> DbRef(const JsonValue& value) {
+// The row id of a {"__db_ref__": id}, or nullopt when `value` is not one; an
+// error when the id is no int64 (SQLite's rowid), which the cast would not hold.
+absl::StatusOr<std::optional<int64_t>> DbRef(const JsonValue& value) {
   const JsonValue* ref = value.Find(kDbRefKey);
   if (ref == nullptr || !ref->is_number() || ref->number() != std::floor(ref->number())) {
     return std::nullopt;
+  }
+  if (ref->number() < -0x1p63 || ref->number() >= 0x1p63) {
+    return FieldError("time_points.__db_ref__",
+                      absl::StrCat(ref->number(), " is not a SQLite row id (beyond int64)"));
   }
   return static_cast<int64_t>(ref->number());
 }
@@ -95,7 +100,8 @@ absl::StatusOr<TimePoints> ReadTimePoints(const JsonValue& object, const Aisbenc
     return result;
   }
   std::vector<double>& points = result.points;
-  if (std::optional<int64_t> row = DbRef(*value); row.has_value()) {
+  SERVELAB_ASSIGN_OR_RETURN(std::optional<int64_t> row, DbRef(*value));
+  if (row.has_value()) {
     SERVELAB_ASSIGN_OR_RETURN(points, Resolve(object, *row, stores));
   } else {
     SERVELAB_ASSIGN_OR_RETURN(
@@ -228,6 +234,12 @@ absl::StatusOr<ImportedRun> Parse(std::string_view text, std::string_view file,
   run.source.set_tool(kAisbenchToolName);
   run.source.set_file_name(std::string(file));
   for (size_t i = 0; i < requests.size(); ++i) {
+    // Time points do not decrease: the last is the farthest from the start.
+    const std::vector<double>& points = requests[i].time_points;
+    if (!points.empty()) {
+      absl::Status within = WithinLoad(points.back() - origin, "time_points");
+      if (!within.ok()) return InFile(within, file, lines[i].number);
+    }
     run.records.push_back(ToRecord(requests[i], i, origin));
   }
   return run;
@@ -247,10 +259,9 @@ std::vector<std::string> ReferencedDbNames(std::string_view text) {
     if (!object.ok()) continue;
     const JsonValue* points = object->Find("time_points");
     const JsonValue* db_name = object->Find("db_name");
-    if (points == nullptr || !DbRef(*points).has_value() || db_name == nullptr ||
-        !db_name->is_string()) {
-      continue;
-    }
+    if (points == nullptr || db_name == nullptr || !db_name->is_string()) continue;
+    absl::StatusOr<std::optional<int64_t>> ref = DbRef(*points);
+    if (!ref.ok() || !ref->has_value()) continue;
     if (std::find(names.begin(), names.end(), db_name->string()) == names.end()) {
       names.push_back(db_name->string());
     }

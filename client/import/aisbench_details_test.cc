@@ -131,6 +131,23 @@ TEST(AisbenchDetailsTest, MissingRowIsNamed) {
                                  "db_data/demo_gsm8k_0.db")));
 }
 
+TEST(AisbenchDetailsTest, RowIdBeyondInt64IsRefused) {
+  std::string text = Line("true", R"({"__db_ref__": 1e30})");
+  EXPECT_THAT(ParseResultFile(Tool::kAisbench, text, "d.jsonl"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("d.jsonl: line 1: time_points.__db_ref__: 1e+30 is not a SQLite "
+                                 "row id (beyond int64)")));
+  // ImportResultFile asks which side files to read: none for such a line.
+  EXPECT_THAT(ReferencedDbNames(text), ::testing::IsEmpty());
+}
+
+TEST(AisbenchDetailsTest, TimeFarFromTheLoadStartIsRefused) {
+  std::string text = Line("true", "[10.0, 10.5]") + Line("true", "[10.0, 2e9]");
+  EXPECT_THAT(ParseResultFile(Tool::kAisbench, text, "d.jsonl"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("d.jsonl: line 2: time_points: 2e+09 s from the load start")));
+}
+
 TEST(AisbenchDetailsTest, TruncatedLineIsNamed) {
   EXPECT_THAT(
       ParseAisbenchDetails(Testdata("aisbench_truncated.jsonl"), "aisbench_truncated.jsonl",

@@ -77,6 +77,13 @@ absl::StatusOr<std::vector<double>> SecondsList(const JsonValue& value, std::str
   return out;
 }
 
+absl::Status WithinLoad(double seconds, std::string_view path) {
+  if (std::fabs(seconds) <= kMaxSecondsFromLoadStart) return absl::OkStatus();
+  return FieldError(path, absl::StrCat(seconds,
+                                       " s from the load start (the earliest time in the file); "
+                                       "times more than 1e9 s (31 years) from it are refused"));
+}
+
 int64_t SecondsToNs(double seconds) { return std::llround(seconds * 1e9); }
 
 }  // namespace servelab::client::import

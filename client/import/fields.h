@@ -42,7 +42,17 @@ absl::StatusOr<const std::vector<JsonValue>*> List(const JsonValue& value, std::
 // A list of NonNegativeSeconds.
 absl::StatusOr<std::vector<double>> SecondsList(const JsonValue& value, std::string_view path);
 
-// Conversions to the records' int64 nanoseconds, rounding to nearest.
+// How far from the load start a record's time may lie, in seconds (about 31
+// years): no load lasts longer, and int64 nanoseconds summed from such times
+// would overflow.
+inline constexpr double kMaxSecondsFromLoadStart = 1e9;
+
+// An error naming `path` when `seconds` (from the load start) is beyond
+// kMaxSecondsFromLoadStart or not a number.
+absl::Status WithinLoad(double seconds, std::string_view path);
+
+// Conversions to the records' int64 nanoseconds, rounding to nearest; only
+// for seconds that passed WithinLoad.
 int64_t SecondsToNs(double seconds);
 
 }  // namespace servelab::client::import

@@ -135,7 +135,19 @@ absl::StatusOr<Request> ReadRequest(const Columns& c, size_t i) {
 // vLLM sets ttft only once a token chunk arrived, and may leave the error text empty.
 bool Failed(const Request& r) { return !r.error.empty() || r.ttft == 0; }
 
+// Each time of request i, from the load start, within WithinLoad's bound.
+absl::Status CheckWithinLoad(const Request& r, size_t i, double origin) {
+  const double start = r.start - origin;
+  SERVELAB_RETURN_IF_ERROR(WithinLoad(start, ElementPath("start_times", i)));
+  double offset = r.ttft;
+  SERVELAB_RETURN_IF_ERROR(WithinLoad(start + offset, ElementPath("ttfts", i)));
+  for (double itl : r.itls) offset += itl;
+  SERVELAB_RETURN_IF_ERROR(WithinLoad(start + offset, ElementPath("itls", i)));
+  return WithinLoad(start + r.latency, ElementPath("latencies", i));
+}
+
 absl::StatusOr<v1::RequestRecord> ToRecord(const Request& r, size_t i, double origin) {
+  SERVELAB_RETURN_IF_ERROR(CheckWithinLoad(r, i, origin));
   v1::RequestRecord rec = NewImportedRecord(static_cast<int32_t>(i));
   int64_t sent = SecondsToNs(r.start - origin);
   rec.set_sent_ns(sent);

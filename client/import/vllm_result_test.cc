@@ -200,6 +200,19 @@ TEST(VllmResultTest, LatencyShorterThanItsChunksIsRejected) {
                                  "sum(itls[0]) = 0.2 s")));
 }
 
+TEST(VllmResultTest, TimeFarFromTheLoadStartIsRefused) {
+  std::string text =
+      R"({"input_lens": [1, 1], "output_lens": [1, 1], "ttfts": [0.1, 0.1], "itls": [[], []],)"
+      R"( "errors": ["", ""], "start_times": [1.0, 3e9]})";
+  EXPECT_THAT(ParseResultFile(Tool::kVllmBenchServe, text, "r.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("r.json: start_times[1]: 3e+09 s from the load start")));
+  text = R"({"input_lens": [1], "output_lens": [2], "ttfts": [0.1], "itls": [[1e300]],)"
+         R"( "errors": [""], "start_times": [1.0]})";
+  EXPECT_THAT(ParseResultFile(Tool::kVllmBenchServe, text, "r.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("r.json: itls[0]: 1e+300 s")));
+}
+
 TEST(VllmResultTest, AppendedResultsAreRejected) {
   std::string one = Testdata("vllm_detailed.json");
   EXPECT_THAT(ParseResultFile(Tool::kVllmBenchServe, one + "\n" + one, "r.json"),
