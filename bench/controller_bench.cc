@@ -3,7 +3,11 @@
 // a test.
 //
 //   build/bin/controller_bench [--spec deploy/examples/pd-quick.yaml] [--deltas 20]
-//       [--time-scale 0.05]
+//       [--time-scale 0.05] [--set PATH=VALUE ...]
+//
+// pd-quick is issue 9's P1b scenario (50 % prefix cache: every delta resets
+// and seeds the cache); `--set workload.dataset.prefix_cache_ratio=0` on the
+// base gives P1's zero-cache scenario.
 //
 // Starts the real servelabd (beside this binary) on a fresh temp state dir,
 // submits --spec and waits for it to finish so that the deployment is hot,
@@ -58,7 +62,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr double kTargetFirstFormalMedianMs = 20;
+// Issue 9: P1 (zero cache) <= 20 ms median and <= 30 ms p99; P1b (with a
+// cache reset and seeding) <= 30 ms median.
+constexpr double kTargetZeroCacheMedianMs = 20;
+constexpr double kTargetZeroCacheP99Ms = 30;
+constexpr double kTargetCachedMedianMs = 30;
 
 std::string StageLabel(v1::StageName name) {
   return absl::AsciiStrToLower(absl::StripPrefix(v1::StageName_Name(name), "STAGE_"));
@@ -141,7 +149,8 @@ Timing Measure(const v1::Experiment& e, absl::Time submit_returned) {
   return t;
 }
 
-int Run(const std::string& spec_path, int deltas, double time_scale) {
+int Run(const std::string& spec_path, int deltas, double time_scale,
+        const std::vector<std::string>& base_set) {
   const std::string bin_dir = fs::read_symlink("/proc/self/exe").parent_path().string();
   const std::string work_dir = MakeWorkDir("controller_bench");
   if (work_dir.empty()) return 1;
@@ -176,6 +185,7 @@ int Run(const std::string& spec_path, int deltas, double time_scale) {
     v1::SubmitExperimentRequest base_req;
     base_req.set_spec_text(spec_text);
     base_req.set_spec_name(spec_path);
+    for (const std::string& set : base_set) base_req.add_set(set);
     base_req.set_base_dir(fs::path(spec_path).parent_path().string());
     v1::SubmitExperimentResponse base_resp;
     absl::Time returned;
@@ -245,15 +255,23 @@ int Run(const std::string& spec_path, int deltas, double time_scale) {
   }
 
   const double median = Percentile(first_formal, 0.5);
+  const double p99 = Percentile(first_formal, 0.99);
+  // The scenario is what the deltas did: seeding the cache, or not.
+  const bool cached = actions[v1::STAGE_CACHE_SEED].count("run") > 0;
+  const double median_target = cached ? kTargetCachedMedianMs : kTargetZeroCacheMedianMs;
+  const bool met = median <= median_target && (cached || p99 <= kTargetZeroCacheP99Ms);
   std::printf("\nmachine: %s\n", Machine().c_str());
   std::printf(
       "spec: %s, sim time scale %g, %zu concurrency deltas (8/12/16) on a hot "
       "deployment, %d succeeded\n\n",
       spec_path.c_str(), time_scale, timings.size(), succeeded);
-  std::printf("submit returned -> first formal request (ms, %zu samples)\n", first_formal.size());
-  std::printf("  median %.2f  p90 %.2f  max %.2f   target <= %.0f median: %s\n", median,
-              Percentile(first_formal, 0.9), Percentile(first_formal, 1.0),
-              kTargetFirstFormalMedianMs, median <= kTargetFirstFormalMedianMs ? "MET" : "MISSED");
+  std::printf("submit returned -> first formal request (ms, %zu samples, %s)\n",
+              first_formal.size(),
+              cached ? "P1b: cache reset and seeded" : "P1: zero-cache, no seeding");
+  std::printf("  median %.2f  p90 %.2f  p99 %.2f  max %.2f   target <= %.0f median%s: %s\n", median,
+              Percentile(first_formal, 0.9), p99, Percentile(first_formal, 1.0), median_target,
+              cached ? "" : absl::StrFormat(", <= %.0f p99", kTargetZeroCacheP99Ms).c_str(),
+              met ? "MET" : "MISSED");
   std::printf(
       "  (daemon's first_formal_request_delay from submitted_at: median %.2f, max %.2f)\n\n",
       Percentile(first_delay, 0.5), Percentile(first_delay, 1.0));
@@ -304,7 +322,11 @@ int main(int argc, char** argv) {
   app.add_option("--time-scale", time_scale, "servelabd --sim-time-scale")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  std::vector<std::string> base_set;
+  app.add_option("--set", base_set,
+                 "PATH=VALUE applied to the base (e.g. workload.dataset.prefix_cache_ratio=0)");
   CLI11_PARSE(app, argc, argv);
   signal(SIGPIPE, SIG_IGN);
-  return servelab::bench::Run(std::filesystem::absolute(spec).string(), deltas, time_scale);
+  return servelab::bench::Run(std::filesystem::absolute(spec).string(), deltas, time_scale,
+                              base_set);
 }

@@ -27,6 +27,12 @@ int32_t PrefixTokens(const v1::DatasetSpec& spec) {
   return static_cast<int32_t>(std::lround(spec.prefix_cache_ratio() * spec.input_tokens()));
 }
 
+// A seed needs only its group's prefix and a few tokens of its own: prefix
+// caches keep whole blocks, and a request hits the blocks its prefix fills,
+// whatever came after them in the seed. Seeding the full prompt length
+// would double the seed's prefill at a 50 % ratio for nothing.
+constexpr int32_t kSeedSuffixTokens = 16;
+
 int32_t Groups(const v1::DatasetSpec& spec) {
   return spec.prefix_groups() > 0 ? spec.prefix_groups() : 1;
 }
@@ -44,30 +50,81 @@ std::vector<int32_t> GroupPrefix(const v1::DatasetSpec& spec, int32_t group) {
   return ids;
 }
 
-// Synthetic prompt from `stream`/`index`, optionally starting with `prefix`.
-Prompt Synthesize(const v1::DatasetSpec& spec, uint64_t stream, int index, int32_t input_tokens,
-                  int32_t output_tokens, int32_t input_range, int32_t output_range,
-                  const std::vector<int32_t>* prefix, int32_t group) {
-  KeyedRandom lengths(spec.seed(), kLengthStream ^ (stream << 8), static_cast<uint64_t>(index));
-  Prompt p;
-  int32_t in = input_tokens;
-  if (input_range > 0) in += static_cast<int32_t>(lengths.Uniform(-input_range, input_range));
-  p.output_tokens = output_tokens;
-  if (output_range > 0) {
-    p.output_tokens += static_cast<int32_t>(lengths.Uniform(-output_range, output_range));
+}  // namespace
+
+// Synthetic prompt i: from `stream` and index i, its lengths drawn from a
+// stream of their own (so Shape makes no id), starting with prefix
+// i % prefixes.size() when there are prefixes.
+struct PromptSet::Synthetic {
+  uint64_t seed = 0;
+  uint64_t stream = 0;
+  int32_t input_tokens = 0;
+  int32_t output_tokens = 0;
+  int32_t input_range = 0;
+  int32_t output_range = 0;
+  std::vector<std::vector<int32_t>> prefixes;
+
+  PromptShape Lengths(size_t i) const {
+    KeyedRandom lengths(seed, kLengthStream ^ (stream << 8), static_cast<uint64_t>(i));
+    PromptShape shape{input_tokens, output_tokens};
+    if (input_range > 0) {
+      shape.input_tokens += static_cast<int32_t>(lengths.Uniform(-input_range, input_range));
+    }
+    if (output_range > 0) {
+      shape.output_tokens += static_cast<int32_t>(lengths.Uniform(-output_range, output_range));
+    }
+    return shape;
   }
-  p.token_ids.reserve(static_cast<size_t>(in));
-  if (prefix != nullptr) {
-    p.token_ids = *prefix;
-    p.prefix_group = group;
-    p.prefix_tokens = static_cast<int32_t>(prefix->size());
+
+  Prompt Make(size_t i) const {
+    const PromptShape shape = Lengths(i);
+    Prompt p;
+    p.output_tokens = shape.output_tokens;
+    p.token_ids.reserve(static_cast<size_t>(shape.input_tokens));
+    if (!prefixes.empty()) {
+      const size_t group = i % prefixes.size();
+      p.token_ids = prefixes[group];
+      p.prefix_group = static_cast<int32_t>(group);
+      p.prefix_tokens = static_cast<int32_t>(prefixes[group].size());
+    }
+    KeyedRandom rng(seed, stream, static_cast<uint64_t>(i));
+    AppendRandomIds(rng, shape.input_tokens - static_cast<int32_t>(p.token_ids.size()),
+                    p.token_ids);
+    return p;
   }
-  KeyedRandom rng(spec.seed(), stream, static_cast<uint64_t>(index));
-  AppendRandomIds(rng, in - static_cast<int32_t>(p.token_ids.size()), p.token_ids);
-  return p;
+};
+
+PromptSet PromptSet::FromList(std::vector<Prompt> list, int count) {
+  PromptSet set;
+  set.list_ = std::make_shared<const std::vector<Prompt>>(std::move(list));
+  set.size_ = static_cast<size_t>(std::max(count, 0));
+  return set;
 }
 
-}  // namespace
+PromptSet PromptSet::FromSynthetic(std::shared_ptr<const Synthetic> synthetic, int count) {
+  PromptSet set;
+  set.synthetic_ = std::move(synthetic);
+  set.size_ = static_cast<size_t>(std::max(count, 0));
+  return set;
+}
+
+Prompt PromptSet::Get(size_t i) const {
+  if (synthetic_) return synthetic_->Make(i);
+  return (*list_)[i % list_->size()];
+}
+
+PromptShape PromptSet::Shape(size_t i) const {
+  if (synthetic_) return synthetic_->Lengths(i);
+  const Prompt& p = (*list_)[i % list_->size()];
+  return PromptShape{p.input_tokens(), p.output_tokens};
+}
+
+std::vector<Prompt> PromptSet::All() const {
+  std::vector<Prompt> all;
+  all.reserve(size_);
+  for (size_t i = 0; i < size_; ++i) all.push_back(Get(i));
+  return all;
+}
 
 absl::Status ValidateDatasetSpec(const v1::DatasetSpec& spec) {
   if (spec.output_tokens() <= 0) {
@@ -109,46 +166,42 @@ absl::Status ValidateDatasetSpec(const v1::DatasetSpec& spec) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Prompt>> BuildPrompts(const v1::DatasetSpec& spec, int count) {
+absl::StatusOr<PromptSet> BuildPrompts(const v1::DatasetSpec& spec, int count) {
   if (absl::Status s = ValidateDatasetSpec(spec); !s.ok()) return s;
   if (count < 0) return absl::InvalidArgumentError("prompt count must be >= 0");
-  std::vector<Prompt> prompts;
   if (!spec.file().path().empty()) {
     absl::StatusOr<std::vector<Prompt>> file =
         ReadPromptFile(spec.file().path(), spec.output_tokens());
     if (!file.ok()) return file.status();
-    for (int i = 0; i < count; ++i)
-      prompts.push_back((*file)[static_cast<size_t>(i) % file->size()]);
-    return prompts;
+    return PromptSet::FromList(*std::move(file), count);
   }
-  std::vector<std::vector<int32_t>> prefixes;
+  auto synthetic = std::make_shared<PromptSet::Synthetic>();
+  synthetic->seed = spec.seed();
+  synthetic->stream = kRequestStream;
+  synthetic->input_tokens = spec.input_tokens();
+  synthetic->output_tokens = spec.output_tokens();
+  synthetic->input_range = spec.input_tokens_range();
+  synthetic->output_range = spec.output_tokens_range();
   if (PrefixTokens(spec) > 0) {
-    for (int32_t g = 0; g < Groups(spec); ++g) prefixes.push_back(GroupPrefix(spec, g));
+    for (int32_t g = 0; g < Groups(spec); ++g) synthetic->prefixes.push_back(GroupPrefix(spec, g));
   }
-  prompts.reserve(static_cast<size_t>(count));
-  for (int i = 0; i < count; ++i) {
-    int32_t group = prefixes.empty() ? -1 : i % Groups(spec);
-    prompts.push_back(Synthesize(spec, kRequestStream, i, spec.input_tokens(), spec.output_tokens(),
-                                 spec.input_tokens_range(), spec.output_tokens_range(),
-                                 group >= 0 ? &prefixes[static_cast<size_t>(group)] : nullptr,
-                                 group));
-  }
-  return prompts;
+  return PromptSet::FromSynthetic(std::move(synthetic), count);
 }
 
-absl::StatusOr<std::vector<Prompt>> BuildCacheSeedPrompts(const v1::DatasetSpec& spec) {
+absl::StatusOr<PromptSet> BuildCacheSeedPrompts(const v1::DatasetSpec& spec) {
   if (absl::Status s = ValidateDatasetSpec(spec); !s.ok()) return s;
-  std::vector<Prompt> prompts;
-  if (!spec.file().path().empty() || PrefixTokens(spec) == 0) return prompts;
-  for (int32_t g = 0; g < Groups(spec); ++g) {
-    std::vector<int32_t> prefix = GroupPrefix(spec, g);
-    prompts.push_back(Synthesize(spec, kSeedStream, g, spec.input_tokens(), 1, 0, 0, &prefix, g));
-  }
-  return prompts;
+  if (!spec.file().path().empty() || PrefixTokens(spec) == 0) return PromptSet();
+  auto synthetic = std::make_shared<PromptSet::Synthetic>();
+  synthetic->seed = spec.seed();
+  synthetic->stream = kSeedStream;
+  synthetic->input_tokens = PrefixTokens(spec) + kSeedSuffixTokens;
+  synthetic->output_tokens = 1;
+  for (int32_t g = 0; g < Groups(spec); ++g) synthetic->prefixes.push_back(GroupPrefix(spec, g));
+  return PromptSet::FromSynthetic(std::move(synthetic), Groups(spec));
 }
 
-absl::StatusOr<std::vector<Prompt>> BuildWarmupPrompts(const v1::DatasetSpec& spec,
-                                                       const v1::WarmupSpec& warmup) {
+absl::StatusOr<PromptSet> BuildWarmupPrompts(const v1::DatasetSpec& spec,
+                                             const v1::WarmupSpec& warmup) {
   if (warmup.requests() < 0) {
     return absl::InvalidArgumentError("deployment.warmup.requests must be >= 0");
   }
@@ -160,12 +213,12 @@ absl::StatusOr<std::vector<Prompt>> BuildWarmupPrompts(const v1::DatasetSpec& sp
   if (warmup.input_tokens() > 0) lengths.set_input_tokens(warmup.input_tokens());
   if (warmup.output_tokens() > 0) lengths.set_output_tokens(warmup.output_tokens());
   if (absl::Status s = ValidateDatasetSpec(lengths); !s.ok()) return s;
-  std::vector<Prompt> prompts;
-  for (int i = 0; i < warmup.requests(); ++i) {
-    prompts.push_back(Synthesize(lengths, kWarmupStream, i, lengths.input_tokens(),
-                                 lengths.output_tokens(), 0, 0, nullptr, -1));
-  }
-  return prompts;
+  auto synthetic = std::make_shared<PromptSet::Synthetic>();
+  synthetic->seed = spec.seed();
+  synthetic->stream = kWarmupStream;
+  synthetic->input_tokens = lengths.input_tokens();
+  synthetic->output_tokens = lengths.output_tokens();
+  return PromptSet::FromSynthetic(std::move(synthetic), warmup.requests());
 }
 
 absl::StatusOr<std::vector<Prompt>> ReadPromptFile(const std::string& path,

@@ -85,8 +85,8 @@ class LoadRunner::Impl {
   Impl(LoadOptions options, Endpoint endpoint)
       : options_(std::move(options)), endpoint_(std::move(endpoint)) {}
 
-  absl::StatusOr<LoadSummary> Run(const std::vector<Prompt>& prompts,
-                                  const std::vector<int64_t>& planned, RecordSink& sink);
+  absl::StatusOr<LoadSummary> Run(const PromptSet& prompts, const std::vector<int64_t>& planned,
+                                  RecordSink& sink);
   void Cancel() {
     cancel_requested_ = true;
     asio::post(ioc_, [this] { DoCancel(); });
@@ -131,7 +131,7 @@ class LoadRunner::Impl {
 
   // Used only on the io thread (the thread in Run).
   tcp::resolver::results_type endpoints_;
-  const std::vector<Prompt>* prompts_ = nullptr;
+  const PromptSet* prompts_ = nullptr;
   const std::vector<int64_t>* planned_ = nullptr;
   Clock::time_point t0_;
   google::protobuf::Timestamp load_start_;
@@ -256,9 +256,9 @@ v1::RequestRecord LoadRunner::Impl::NewRecord(int index) const {
   r.set_request_index(index);
   r.set_planned_send_ns(planned_->empty() ? 0 : (*planned_)[static_cast<size_t>(index)]);
   *r.mutable_load_start() = load_start_;
-  const Prompt& p = (*prompts_)[static_cast<size_t>(index)];
-  r.set_requested_prompt_tokens(p.input_tokens());
-  r.set_requested_completion_tokens(p.output_tokens);
+  const PromptShape shape = prompts_->Shape(static_cast<size_t>(index));
+  r.set_requested_prompt_tokens(shape.input_tokens);
+  r.set_requested_completion_tokens(shape.output_tokens);
   return r;
 }
 
@@ -308,12 +308,11 @@ awaitable<void> LoadRunner::Impl::Dispatch() {
 }
 
 awaitable<void> LoadRunner::Impl::Send(int index, int64_t queued_ns) {
-  const Prompt& prompt = (*prompts_)[static_cast<size_t>(index)];
-  // Rendered before the send timestamp: building a long prompt's body is
-  // client work, not server latency.
-  std::string wire =
-      RenderHttpRequest(endpoint_, options_.api, model_, prompt, options_.load_tag,
-                        RequestId(options_.experiment_id, options_.phase, options_.attempt, index));
+  // Made and rendered before the send timestamp: building a long prompt's
+  // body is client work, not server latency.
+  std::string wire = RenderHttpRequest(
+      endpoint_, options_.api, model_, prompts_->Get(static_cast<size_t>(index)), options_.load_tag,
+      RequestId(options_.experiment_id, options_.phase, options_.attempt, index));
   v1::RequestRecord r = NewRecord(index);
   r.set_queued_ns(queued_ns);
   r.set_sent_ns(SinceStart());
@@ -499,7 +498,7 @@ void LoadRunner::Impl::WriterLoop(RecordSink& sink) {
   }
 }
 
-absl::StatusOr<LoadSummary> LoadRunner::Impl::Run(const std::vector<Prompt>& prompts,
+absl::StatusOr<LoadSummary> LoadRunner::Impl::Run(const PromptSet& prompts,
                                                   const std::vector<int64_t>& planned,
                                                   RecordSink& sink) {
   if (!planned.empty() && planned.size() != prompts.size()) {
@@ -570,7 +569,7 @@ absl::StatusOr<std::unique_ptr<LoadRunner>> LoadRunner::Create(LoadOptions optio
       new LoadRunner(std::make_unique<Impl>(std::move(options), *std::move(endpoint))));
 }
 
-absl::StatusOr<LoadSummary> LoadRunner::Run(const std::vector<Prompt>& prompts,
+absl::StatusOr<LoadSummary> LoadRunner::Run(const PromptSet& prompts,
                                             const std::vector<int64_t>& planned_send_ns,
                                             RecordSink& sink) {
   return impl_->Run(prompts, planned_send_ns, sink);

@@ -107,7 +107,8 @@ class LoadRunner {
   LoadRunner& operator=(const LoadRunner&) = delete;
 
   // `planned_send_ns` is empty (all at 0) or one entry per prompt.
-  absl::StatusOr<LoadSummary> Run(const std::vector<Prompt>& prompts,
+  // Each prompt is made (PromptSet::Get) just before its request is sent.
+  absl::StatusOr<LoadSummary> Run(const PromptSet& prompts,
                                   const std::vector<int64_t>& planned_send_ns, RecordSink& sink);
 
   void Cancel();

@@ -25,7 +25,7 @@ using ::testing::HasSubstr;
 using ::testing::Le;
 using ::testing::Not;
 
-std::vector<Prompt> Prompts(int n, int input, int output) {
+PromptSet Prompts(int n, int input, int output) {
   v1::DatasetSpec spec;
   spec.set_input_tokens(input);
   spec.set_output_tokens(output);

@@ -175,13 +175,13 @@ int RunLoad(const Flags& f, SignalCanceller& signals) {
   if (absl::Status s = Validate(f); !s.ok()) return Fail(std::string(s.message()), 2);
   v1::ExperimentSpec spec = SpecFromFlags(f);
   const v1::WorkloadSpec& w = spec.workload();
-  absl::StatusOr<std::vector<Prompt>> prompts = BuildPrompts(w.dataset(), w.num_requests());
+  absl::StatusOr<PromptSet> prompts = BuildPrompts(w.dataset(), w.num_requests());
   if (!prompts.ok()) return Fail(std::string(prompts.status().message()), 2);
   absl::StatusOr<std::vector<int64_t>> planned = PlanArrivals(w, w.num_requests());
   if (!planned.ok()) return Fail(std::string(planned.status().message()), 2);
-  absl::StatusOr<std::vector<Prompt>> seeds = BuildCacheSeedPrompts(w.dataset());
+  absl::StatusOr<PromptSet> seeds = BuildCacheSeedPrompts(w.dataset());
   if (!seeds.ok()) return Fail(std::string(seeds.status().message()), 2);
-  if (f.no_cache_seed) seeds->clear();
+  if (f.no_cache_seed) *seeds = PromptSet();
 
   std::unique_ptr<RecordSink> sink;
   MemorySink memory;

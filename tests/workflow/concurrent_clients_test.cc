@@ -75,8 +75,13 @@ class ConcurrentClientsTest : public DaemonFixture {
         args.insert(args.end(), kSmall.begin(), kSmall.end());
         args.insert(args.end(), {"--set", absl::StrCat("scenario=client-", client)});
       } else {
-        args.insert(args.end(), {"--base", mine[random() % mine.size()], "--set",
-                                 absl::StrCat("workload.concurrency=", 4 + random() % 5)});
+        // A dataset seed of its own: a delta that changed only analysis
+        // fields (its concurrency drawn equal to its base's) would re-analyze
+        // the base's records and send no load, which is not what is tested.
+        args.insert(args.end(),
+                    {"--base", mine[random() % mine.size()], "--set",
+                     absl::StrCat("workload.concurrency=", 4 + random() % 5), "--set",
+                     absl::StrCat("workload.dataset.seed=", 100000 + 1000 * client + i)});
       }
       if (i % 10 == 7) {
         s.action = Action::kFailAnalysisThenResume;
