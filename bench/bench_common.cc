@@ -4,7 +4,11 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -73,6 +77,46 @@ std::string WriteStreamingSimConfig(const std::string& dir, double decode_second
       << "decode_base_seconds: " << decode_seconds << "\ndecode_seconds_per_seq: 0\n"
       << "debug_request_history: " << request_history << "\n";
   return path;
+}
+
+void SimProcess::Stop() {
+  if (pid <= 0) return;
+  kill(pid, SIGTERM);
+  waitpid(pid, nullptr, 0);
+  pid = 0;
+}
+
+bool StartSim(const std::string& sim_path, const std::string& config, int core,
+              const std::string& dir, const std::vector<std::string>& extra_args, SimProcess& sim) {
+  static int started = 0;
+  const std::string port_file = dir + "/port-" + std::to_string(++started);
+  std::vector<std::string> args = {sim_path,  "--port",      "0",   "--port-file",
+                                   port_file, "--threads",   "1",   "--config",
+                                   config,    "--log-level", "warn"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  const pid_t pid = fork();
+  if (pid == 0) {
+    PinTo(core);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(sim_path.c_str(), argv.data());
+    _exit(127);
+  }
+  sim.pid = pid;
+  for (int i = 0; i < 1000 && sim.port == 0; ++i) {
+    std::ifstream in(port_file);
+    if (!(in >> sim.port)) sim.port = 0;
+    if (sim.port == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // start-up
+  }
+  if (sim.port == 0) {
+    std::fprintf(stderr, "%s did not start\n", sim_path.c_str());
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    sim.pid = 0;
+    return false;
+  }
+  return true;
 }
 
 }  // namespace servelab::bench

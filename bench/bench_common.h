@@ -6,6 +6,7 @@
 #define SERVELAB_BENCH_BENCH_COMMON_H_
 
 #include <string>
+#include <vector>
 
 namespace servelab::bench {
 
@@ -34,6 +35,19 @@ std::string SiblingBinary(const std::string& name);
 // that the sim's cost is streaming alone. Returns its path.
 std::string WriteStreamingSimConfig(const std::string& dir, double decode_seconds,
                                     double prefill_overhead_seconds, int request_history);
+
+// A servelab-sim started for a benchmark: `--port 0 --threads 1 --config
+// CONFIG --log-level warn` plus `extra_args`, pinned to `core` (-1: free),
+// its port read from DIR/port-N. pid 0 (after printing why) when it did not
+// start. Stop() ends it (SIGTERM, then waits); so does the destructor.
+struct SimProcess {
+  int pid = 0;
+  int port = 0;
+  void Stop();
+  ~SimProcess() { Stop(); }
+};
+bool StartSim(const std::string& sim_path, const std::string& config, int core,
+              const std::string& dir, const std::vector<std::string>& extra_args, SimProcess& sim);
 
 }  // namespace servelab::bench
 

@@ -2,18 +2,24 @@
 // measures, against a servelab-sim on the same machine. Prints each figure
 // beside its target (issue 4). A program that prints figures, not a test.
 //
-//   build-loadgen/bin/loadgen_bench [--streams 2000] [--requests 4000]
-//       [--rate 1000] [--output-tokens 150] [--decode-seconds 0.02]
+//   build/bin/loadgen_bench [--streams 200,1000,2000] [--rates 1000,5000]
+//       [--output-tokens 150] [--decode-seconds 0.02] [--unpaced-tokens 1000]
 //       [--client-core 0] [--sim-core 1]
 //
-// Run A (streams): poisson arrivals at --rate up to --streams in flight, each
-//   stream --output-tokens chunks paced by the sim's decode step. Figures:
-//   peak concurrent streams, client CPU seconds per 1,000 chunks (process
-//   CPU: network thread + record writer) and the chunks/s that implies on one
-//   core, plus TTFT fidelity: client TTFT minus the sim's own server-side TTFT
-//   (/debug/requests, joined by x-request-id).
-// Run B (lag): 1,000 req/s poisson of short requests; schedule lag =
-//   sent - planned.
+// Every run writes its records to an SQLite record file (the daemon's
+// schema, one row per request, a transaction per batch), so the CPU figures
+// include persisting them (issue 9, P3).
+// Run A (one per --streams S): 2 x S requests, poisson at 1,000 req/s, at most
+//   S in flight, each --output-tokens chunks paced by the sim's decode step
+//   (--decode-seconds). Figures: peak concurrent streams, client CPU per
+//   streamed chunk (process CPU: network thread + record writer; target
+//   <= 5 us), and TTFT fidelity: client TTFT minus the sim's own server-side
+//   TTFT (/debug/requests, joined by x-request-id; target p99 <= 1 ms).
+// Run U (unpaced): 200 streams of --unpaced-tokens tokens from a sim with no
+//   decode time: chunks received per client CPU second (target >= 200,000).
+// Run B (one per --rates R): 3 s of R req/s poisson, short requests;
+//   schedule lag = sent - planned (targets p99 <= 100 us at 1,000/s and
+//   <= 200 us at 5,000/s).
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -39,6 +45,7 @@
 #include "bench/bench_common.h"
 #include "loadgen/dataset.h"
 #include "loadgen/load_runner.h"
+#include "loadgen/record_file.h"
 #include "loadgen/schedule.h"
 
 namespace servelab::bench {
@@ -46,7 +53,6 @@ namespace {
 
 using loadgen::LoadOptions;
 using loadgen::LoadRunner;
-using loadgen::MemorySink;
 
 std::string Fetch(const std::string& url) {
   std::string cmd = absl::StrCat("/usr/bin/curl -s --max-time 30 ", url);
@@ -100,9 +106,12 @@ struct RunOutput {
   double wall_seconds = 0;
 };
 
-RunOutput RunLoad(const std::string& url, const std::string& id, int n, int c, double rate,
-                  int input, int output) {
-  v1::WorkloadSpec w;
+// One load of n requests (at most c in flight) at `rate` req/s poisson; its
+// records go to DIR/ID.sqlite and are read back from there.
+RunOutput RunLoad(const std::string& url, const std::string& dir, const std::string& id, int n,
+                  int c, double rate, int input, int output) {
+  v1::ExperimentSpec spec;
+  v1::WorkloadSpec& w = *spec.mutable_workload();
   w.set_request_rate(rate);
   w.set_arrival(v1::ARRIVAL_POISSON);
   w.mutable_dataset()->set_input_tokens(input);
@@ -116,35 +125,93 @@ RunOutput RunLoad(const std::string& url, const std::string& id, int n, int c, d
   o.experiment_id = id;
   o.request_timeout = absl::Minutes(5);
   auto runner = LoadRunner::Create(o);
-  if (!runner.ok() || !prompts.ok() || !planned.ok()) {
+  const std::string path = absl::StrCat(dir, "/", id, ".sqlite");
+  auto sink = loadgen::OpenRecordFile(path, spec);
+  if (!runner.ok() || !prompts.ok() || !planned.ok() || !sink.ok()) {
     std::cerr << "setup failed\n";
     std::exit(1);
   }
-  MemorySink sink;
   double cpu0 = SelfCpuSeconds();
   auto t0 = std::chrono::steady_clock::now();
-  auto summary = (*runner)->Run(*prompts, *planned, sink);
+  auto summary = (*runner)->Run(*prompts, *planned, **sink);
   RunOutput out;
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.cpu_seconds = SelfCpuSeconds() - cpu0;
+  sink->reset();
   if (!summary.ok()) {
     std::cerr << "load failed: " << summary.status() << "\n";
     std::exit(1);
   }
   std::cerr << id << ": " << summary->completed << " completed, " << summary->failed << " failed\n";
-  out.records = sink.records();
+  auto file = loadgen::ReadRecordFile(path);
+  if (!file.ok()) {
+    std::cerr << "reading " << path << ": " << file.status() << "\n";
+    std::exit(1);
+  }
+  out.records = std::move(file->records);
   return out;
 }
 
+int64_t Chunks(const RunOutput& run) {
+  int64_t chunks = 0;
+  for (const auto& r : run.records) chunks += r.chunk_ns_size();
+  return chunks;
+}
+
+// Run A at `streams`: CPU per chunk and TTFT fidelity.
+void StreamsRun(const std::string& url, const std::string& dir, int streams, int output_tokens) {
+  const std::string id = absl::StrCat("streams-", streams);
+  RunOutput a = RunLoad(url, dir, id, 2 * streams, streams, 1000, 64, output_tokens);
+  const int64_t chunks = Chunks(a);
+  std::map<std::string, double> server = ServerTtfts(Fetch(url + "/debug/requests"));
+  std::vector<double> diffs;
+  for (const auto& r : a.records) {
+    if (r.first_token_ns() == 0 || !r.error().empty()) continue;
+    auto it = server.find(loadgen::RequestId(id, r.phase(), r.attempt(), r.request_index()));
+    if (it == server.end()) continue;
+    diffs.push_back(std::abs((r.first_token_ns() - r.sent_ns()) / 1e9 - it->second));
+  }
+  std::sort(diffs.begin(), diffs.end());
+  std::cout << absl::StrFormat(
+      "Run A, %d streams: %d requests, 1000/s poisson, %d chunks each, records persisted; "
+      "wall %.2f s\n",
+      streams, 2 * streams, output_tokens, a.wall_seconds);
+  Figure("peak concurrent streams", PeakInFlight(a.records), "streams",
+         absl::StrCat(">= ", streams));
+  Figure("chunks received", static_cast<double>(chunks), "chunks", "-");
+  Figure("client CPU per chunk", a.cpu_seconds / chunks * 1e6, "us", "<= 5 us");
+  Figure("client CPU utilisation", a.cpu_seconds / a.wall_seconds, "cores", "-");
+  Figure("TTFT |client - sim| p50", analysis::Percentile(diffs, 50) * 1e3, "ms", "-");
+  Figure("TTFT |client - sim| p99", analysis::Percentile(diffs, 99) * 1e3, "ms", "<= 1 ms");
+  Figure("TTFT pairs joined", static_cast<double>(diffs.size()), "requests", "-");
+}
+
+// Run B at `rate`: schedule lag of 3 s of short requests.
+void LagRun(const std::string& url, const std::string& dir, double rate) {
+  const int n = static_cast<int>(rate * 3);
+  RunOutput b =
+      RunLoad(url, dir, absl::StrCat("lag-", static_cast<int>(rate)), n, 2000, rate, 16, 4);
+  std::vector<double> lag;
+  for (const auto& r : b.records) lag.push_back((r.sent_ns() - r.planned_send_ns()) / 1e9);
+  std::sort(lag.begin(), lag.end());
+  std::cout << absl::StrFormat("Run B, %.0f/s: %d requests poisson, 4 chunks each\n", rate, n);
+  Figure("schedule lag p50", analysis::Percentile(lag, 50) * 1e6, "us", "-");
+  Figure("schedule lag p99", analysis::Percentile(lag, 99) * 1e6, "us",
+         rate <= 1000 ? "<= 100 us" : "<= 200 us");
+  Figure("schedule lag max", lag.empty() ? 0 : lag.back() * 1e6, "us", "-");
+}
+
 int Main(int argc, char** argv) {
-  int streams = 2000, requests = 4000, output_tokens = 150, client_core = 0, sim_core = 1;
-  double rate = 1000, decode_seconds = 0.02;
+  std::vector<int> streams = {200, 1000, 2000};
+  std::vector<double> rates = {1000, 5000};
+  int output_tokens = 150, unpaced_tokens = 1000, client_core = 0, sim_core = 1;
+  double decode_seconds = 0.02;
   std::string sim_path;
   CLI::App app{"loadgen_bench: load generator cost and fidelity against servelab-sim"};
-  app.add_option("--streams", streams, "Concurrency cap of run A");
-  app.add_option("--requests", requests, "Requests of run A");
-  app.add_option("--rate", rate, "Arrival rate of both runs, req/s");
+  app.add_option("--streams", streams, "Concurrency caps of run A (one run each)")->delimiter(',');
+  app.add_option("--rates", rates, "Arrival rates of run B, req/s (one run each)")->delimiter(',');
   app.add_option("--output-tokens", output_tokens, "Chunks per stream in run A");
+  app.add_option("--unpaced-tokens", unpaced_tokens, "Chunks per stream in run U");
   app.add_option("--decode-seconds", decode_seconds, "Sim decode step (paces every stream)");
   app.add_option("--client-core", client_core, "Pin this process to a core (-1: no)");
   app.add_option("--sim-core", sim_core, "Pin the sim to a core (-1: no)");
@@ -153,71 +220,34 @@ int Main(int argc, char** argv) {
   if (sim_path.empty()) sim_path = SiblingBinary("servelab-sim");
   const std::string dir = MakeWorkDir("loadgen_bench");
   if (dir.empty()) return 1;
-  std::string port_file = dir + "/port";
-  std::string config = WriteStreamingSimConfig(dir, decode_seconds, 0.005, requests + 10);
-
-  pid_t sim = fork();
-  if (sim == 0) {
-    PinTo(sim_core);
-    execl(sim_path.c_str(), sim_path.c_str(), "--port", "0", "--port-file", port_file.c_str(),
-          "--threads", "1", "--config", config.c_str(), "--log-level", "warn",
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  int port = 0;
-  for (int i = 0; i < 1000 && port == 0; ++i) {
-    std::ifstream in(port_file);
-    if (!(in >> port)) port = 0;
-    if (port == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // process start-up
-  }
-  if (port == 0) {
-    std::cerr << "sim did not start\n";
-    kill(sim, SIGKILL);
+  int history = 2 * *std::max_element(streams.begin(), streams.end()) + 10;
+  SimProcess paced, unpaced;
+  if (!StartSim(sim_path, WriteStreamingSimConfig(dir, decode_seconds, 0.005, history), sim_core,
+                dir, {}, paced)) {
     return 1;
   }
   PinTo(client_core);
-  std::string url = absl::StrCat("http://127.0.0.1:", port);
-
   std::cout << "loadgen_bench on " << Machine() << "\n"
             << "client pinned to core " << client_core << ", sim to core " << sim_core << "\n";
+  const std::string url = absl::StrCat("http://127.0.0.1:", paced.port);
+  for (int s : streams) StreamsRun(url, dir, s, output_tokens);
+  for (double rate : rates) LagRun(url, dir, rate);
+  paced.Stop();
 
-  RunOutput a = RunLoad(url, "streams", requests, streams, rate, 64, output_tokens);
-  int64_t chunks = 0;
-  for (const auto& r : a.records) chunks += r.chunk_ns_size();
-  std::map<std::string, double> server = ServerTtfts(Fetch(url + "/debug/requests"));
-  std::vector<double> diffs;
-  for (const auto& r : a.records) {
-    if (r.first_token_ns() == 0 || !r.error().empty()) continue;
-    auto it = server.find(loadgen::RequestId("streams", r.phase(), r.attempt(), r.request_index()));
-    if (it == server.end()) continue;
-    diffs.push_back(std::abs((r.first_token_ns() - r.sent_ns()) / 1e9 - it->second));
+  // No decode time: the sim writes tokens as fast as it can, several events per read.
+  if (!StartSim(sim_path, WriteStreamingSimConfig(dir, 0, 0, 1000), sim_core, dir,
+                {"--time-scale", "0"}, unpaced)) {
+    return 1;
   }
-  std::sort(diffs.begin(), diffs.end());
-  std::cout << absl::StrFormat(
-      "Run A: %d requests, rate %.0f/s poisson, cap %d, %d chunks each; wall %.2f s\n", requests,
-      rate, streams, output_tokens, a.wall_seconds);
-  Figure("peak concurrent streams", PeakInFlight(a.records), "streams", ">= 2000");
+  RunOutput u = RunLoad(absl::StrCat("http://127.0.0.1:", unpaced.port), dir, "unpaced", 200, 200,
+                        0, 64, unpaced_tokens);
+  const int64_t chunks = Chunks(u);
+  std::cout << absl::StrFormat("Run U: 200 streams of %d tokens, unpaced; wall %.2f s\n",
+                               unpaced_tokens, u.wall_seconds);
   Figure("chunks received", static_cast<double>(chunks), "chunks", "-");
-  Figure("chunks/s received (wall)", chunks / a.wall_seconds, "chunks/s", "-");
-  Figure("client CPU per 1,000 chunks", a.cpu_seconds / (chunks / 1000.0), "s", "report");
-  Figure("max chunks/s on one core (1 / CPU per chunk)", chunks / a.cpu_seconds, "chunks/s",
-         "report");
-  Figure("client CPU utilisation during run A", a.cpu_seconds / a.wall_seconds, "cores", "-");
-  Figure("TTFT |client - sim| p50", analysis::Percentile(diffs, 50) * 1e3, "ms", "-");
-  Figure("TTFT |client - sim| p99", analysis::Percentile(diffs, 99) * 1e3, "ms", "<= 1 ms");
-  Figure("TTFT pairs joined", static_cast<double>(diffs.size()), "requests", "-");
-
-  RunOutput b = RunLoad(url, "lag", 3000, streams, 1000, 16, 4);
-  std::vector<double> lag;
-  for (const auto& r : b.records) lag.push_back((r.sent_ns() - r.planned_send_ns()) / 1e9);
-  std::sort(lag.begin(), lag.end());
-  std::cout << "Run B: 3000 requests, 1000/s poisson, 4 chunks each\n";
-  Figure("schedule lag p50", analysis::Percentile(lag, 50) * 1e6, "us", "-");
-  Figure("schedule lag p99", analysis::Percentile(lag, 99) * 1e6, "us", "<= 100 us");
-  Figure("schedule lag max", lag.empty() ? 0 : lag.back() * 1e6, "us", "-");
-
-  kill(sim, SIGTERM);
-  waitpid(sim, nullptr, 0);
+  Figure("chunks per client CPU second", chunks / u.cpu_seconds, "chunks/s", ">= 200,000");
+  Figure("chunks/s received (wall)", chunks / u.wall_seconds, "chunks/s", "-");
+  unpaced.Stop();
   std::filesystem::remove_all(dir);
   return 0;
 }

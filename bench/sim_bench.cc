@@ -151,28 +151,14 @@ int main(int argc, char** argv) {
 
   const std::string dir = MakeWorkDir("sim_bench");
   if (dir.empty()) return 1;
-  std::string port_file = dir + "/port";
   std::string config = WriteStreamingSimConfig(dir, decode_seconds, 0, 1000);
-  std::string scale = std::to_string(time_scale);
-  pid_t sim = fork();
-  if (sim == 0) {
-    PinTo(sim_core);
-    execl(sim_path.c_str(), sim_path.c_str(), "--port", "0", "--port-file", port_file.c_str(),
-          "--threads", "1", "--config", config.c_str(), "--time-scale", scale.c_str(),
-          "--log-level", "warn", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  int port = 0;
-  for (int i = 0; i < 1000 && port == 0; ++i) {
-    std::ifstream in(port_file);
-    if (!(in >> port)) port = 0;
-    if (port == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // process start-up
-  }
-  if (port == 0) {
-    std::cerr << "sim did not start\n";
-    kill(sim, SIGKILL);
+  SimProcess sim_process;
+  if (!StartSim(sim_path, config, sim_core, dir, {"--time-scale", std::to_string(time_scale)},
+                sim_process)) {
     return 1;
   }
+  const pid_t sim = sim_process.pid;
+  const int port = sim_process.port;
   if (client_core >= 0 && client_core != sim_core) PinTo(client_core);
 
   asio::io_context io(1);
@@ -205,8 +191,7 @@ int main(int argc, char** argv) {
   io.run();
   const long long peak_rss_kib = ProcStatusField(sim, "VmHWM");
   const long long sim_threads = ProcStatusField(sim, "Threads");
-  kill(sim, SIGTERM);
-  waitpid(sim, nullptr, 0);
+  sim_process.Stop();
   std::filesystem::remove_all(dir);
 
   double wall = std::chrono::duration<double>(t_end - t_start).count();
