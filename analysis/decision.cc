@@ -77,6 +77,18 @@ RunStats StatsOf(const v1::Result& result, double single) {
 
 }  // namespace
 
+absl::StatusOr<bool> Better(const v1::Result& a, const v1::Result& b,
+                            const v1::DecisionRule& rule) {
+  const bool steady = rule.window() == v1::WINDOW_STEADY;
+  absl::StatusOr<double> va = MetricValue(steady ? a.steady() : a.whole(), rule.metric());
+  if (!va.ok()) return va.status();
+  absl::StatusOr<double> vb = MetricValue(steady ? b.steady() : b.whole(), rule.metric());
+  if (!vb.ok()) return vb.status();
+  const double mean_a = StatsOf(a, *va).mean;
+  const double mean_b = StatsOf(b, *vb).mean;
+  return LowerIsBetter(rule.metric()) ? mean_a < mean_b : mean_a > mean_b;
+}
+
 absl::StatusOr<v1::Decision> Decide(const v1::Result& candidate, const v1::Result& baseline,
                                     const std::string& baseline_experiment_id,
                                     const v1::DecisionRule& rule) {

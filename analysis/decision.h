@@ -30,6 +30,11 @@ namespace servelab::analysis {
 // The value of `metric` (as above) in `window`.
 absl::StatusOr<double> MetricValue(const v1::WindowResult& window, const std::string& metric);
 
+// Whether `a` is strictly better than `b` under `rule`: the values Decide
+// compares (means, with repeats), in the metric's better direction. Used to
+// rank a scenario's experiments for its best.
+absl::StatusOr<bool> Better(const v1::Result& a, const v1::Result& b, const v1::DecisionRule& rule);
+
 absl::StatusOr<v1::Decision> Decide(const v1::Result& candidate, const v1::Result& baseline,
                                     const std::string& baseline_experiment_id,
                                     const v1::DecisionRule& rule);

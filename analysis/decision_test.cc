@@ -89,6 +89,27 @@ TEST(DecideTest, SteadyWindowAndLowerIsBetterLatency) {
   EXPECT_EQ(d->verdict(), v1::VERDICT_KEEP);
 }
 
+TEST(BetterTest, RanksInTheMetricsBetterDirectionByTheMeanOfRuns) {
+  v1::DecisionRule rule;
+  rule.set_metric("output_tokens_per_second_per_device");
+  EXPECT_EQ(Better(WithPerCard(2, 0), WithPerCard(1, 0), rule).value(), true);
+  EXPECT_EQ(Better(WithPerCard(1, 0), WithPerCard(2, 0), rule).value(), false);
+  EXPECT_EQ(Better(WithPerCard(1, 0), WithPerCard(1, 0), rule).value(), false);  // strictly
+  EXPECT_EQ(Better(WithPerCard(1, 0), WithPerCard(0, 0), rule).value(), true);   // 0 is a value
+  // The runs' mean, not the single value, as Decide compares.
+  EXPECT_EQ(Better(WithRuns({10, 10, 10}), WithRuns({12, 1, 1}), rule).value(), true);
+  rule.set_metric("ttft.p99");
+  rule.set_window(v1::WINDOW_STEADY);
+  v1::Result quick, slow;
+  quick.mutable_steady()->mutable_ttft()->set_p99(0.5);
+  slow.mutable_steady()->mutable_ttft()->set_p99(0.9);
+  EXPECT_EQ(Better(quick, slow, rule).value(), true);
+  EXPECT_EQ(Better(slow, quick, rule).value(), false);
+  rule.set_metric("tokens_per_dollar");
+  EXPECT_THAT(Better(quick, slow, rule),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("analysis.decision.metric")));
+}
+
 TEST(DecideTest, UnknownMetricNamesTheField) {
   v1::DecisionRule rule;
   rule.set_metric("tokens_per_dollar");

@@ -15,9 +15,11 @@
 //    two real ones (their records repeated to the size each copy needs).
 // 4. Restarts servelabd --paused on the grown store (the restart time is a
 //    figure: recovery reads the store) and times the same calls.
+// 5. Runs two more concurrency deltas on the grown store, unpaused.
 // Prints p50/p99 of each call on both stores with their ratio (target: the
 // grown store within 2x), the database size and the bytes on disk per 1 M
-// streamed chunks, and the daemon's RSS on both stores.
+// streamed chunks, the daemon's RSS on both stores, and a delta's analysis
+// time on both (the decision's baseline is the scenario's best).
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -169,9 +171,23 @@ struct Options {
   double time_scale = 0.05;
 };
 
-// Steps 1: the two real experiments. Returns their ids, or empty.
+// Time spent in the analyze and decide stages of `e`: the decision reads the
+// scenario's history for its baseline.
+double AnalysisMs(const v1::Experiment& e) {
+  double ms = 0;
+  for (const v1::Stage& stage : e.stages()) {
+    if (stage.name() == v1::STAGE_ANALYZE || stage.name() == v1::STAGE_DECIDE) {
+      ms += Ms(FromProto(stage.ended_at()) - FromProto(stage.started_at()));
+    }
+  }
+  return ms;
+}
+
+// Steps 1: the two real experiments. Returns their ids, or empty; the
+// delta's analysis time goes to `analysis_ms`.
 std::vector<std::string> RunTemplates(const std::string& bin_dir, const std::string& work_dir,
-                                      const Options& o, std::set<pid_t>& instance_pids) {
+                                      const Options& o, std::set<pid_t>& instance_pids,
+                                      double& analysis_ms) {
   Daemon daemon(bin_dir, work_dir, o.time_scale);
   std::string target = daemon.WaitForAddress();
   if (target.empty()) return {};
@@ -195,6 +211,7 @@ std::vector<std::string> RunTemplates(const std::string& bin_dir, const std::str
     }
     CollectInstancePids(done, &instance_pids);
     ids.push_back(done.id());
+    analysis_ms = AnalysisMs(done);
     req = v1::SubmitExperimentRequest();
     req.set_base_id(ids.front());
     req.add_set("workload.concurrency=12");
@@ -217,6 +234,34 @@ bool MeasurePaused(const std::string& bin_dir, const std::string& work_dir, cons
   return ok;
 }
 
+// Step 5: two more concurrency deltas, run on the grown store by a servelabd
+// that is not paused; their analysis times go to `analysis_ms`. The first
+// reads the scenario's history once for the baseline index, the second not.
+bool RunDeltasOnGrown(const std::string& bin_dir, const std::string& work_dir, const Options& o,
+                      const std::string& base_id, double (&analysis_ms)[2]) {
+  Daemon daemon(bin_dir, work_dir, o.time_scale);
+  std::string target = daemon.WaitForAddress();
+  if (target.empty()) return false;
+  auto stub = Connect(target);
+  for (int i = 0; i < 2; ++i) {
+    v1::SubmitExperimentRequest req;
+    req.set_base_id(base_id);
+    req.add_set(absl::StrCat("workload.concurrency=", 11 + 2 * i));
+    grpc::ClientContext ctx;
+    v1::SubmitExperimentResponse resp;
+    v1::Experiment done;
+    if (!stub->SubmitExperiment(&ctx, req, &resp).ok() ||
+        !WaitFinal(*stub, resp.experiment().id(), &done) ||
+        done.state() != v1::EXPERIMENT_STATE_SUCCEEDED) {
+      std::fprintf(stderr, "a delta on the grown store failed; log:\n%s\n",
+                   ReadFile(daemon.log_path()).c_str());
+      return false;
+    }
+    analysis_ms[i] = AnalysisMs(done);
+  }
+  return true;
+}
+
 int Run(const Options& o) {
   const std::string bin_dir = fs::read_symlink("/proc/self/exe").parent_path().string();
   const std::string work_dir = MakeWorkDir("store_bench");
@@ -225,15 +270,18 @@ int Run(const Options& o) {
   std::set<pid_t> instance_pids;
   CallTimes small, grown;
   double restart_small = 0, restart_grown = 0, rss_small = 0, rss_grown = 0;
+  double analysis_small = 0, analysis_grown[2] = {0, 0};
   int64_t chunks = -1;
-  std::vector<std::string> templates = RunTemplates(bin_dir, work_dir, o, instance_pids);
+  std::vector<std::string> templates =
+      RunTemplates(bin_dir, work_dir, o, instance_pids, analysis_small);
   bool ok = !templates.empty() &&
             MeasurePaused(bin_dir, work_dir, o, templates.front(), small, restart_small, rss_small);
   const uintmax_t small_bytes = ok ? fs::file_size(db_path) : 0;
   if (ok) {
     chunks = GrowStore(db_path, templates, o.experiments, o.records / o.experiments);
     ok = chunks > 0 &&
-         MeasurePaused(bin_dir, work_dir, o, templates.front(), grown, restart_grown, rss_grown);
+         MeasurePaused(bin_dir, work_dir, o, templates.front(), grown, restart_grown, rss_grown) &&
+         RunDeltasOnGrown(bin_dir, work_dir, o, templates.front(), analysis_grown);
   }
   const uintmax_t grown_bytes = ok ? fs::file_size(db_path) : 0;
   KillInstances(instance_pids);
@@ -252,6 +300,10 @@ int Run(const Options& o) {
   std::printf("\ndaemon restart until serving: small %.0f ms, grown %.0f ms\n", restart_small,
               restart_grown);
   std::printf("daemon RSS after the calls: small %.1f MiB, grown %.1f MiB\n", rss_small, rss_grown);
+  std::printf(
+      "a concurrency delta's analyze + decide stages: small %.1f ms; grown %.1f ms for the "
+      "first after the restart (it reads the scenario's history once), %.1f ms for the next\n",
+      analysis_small, analysis_grown[0], analysis_grown[1]);
   std::printf(
       "database: small %.1f MiB, grown %.1f MiB; raw records on disk per 1 M chunks: "
       "%.1f MiB (P9)\n",

@@ -63,26 +63,7 @@ absl::StatusOr<std::optional<v1::Decision>> DecideAgainstBaseline(StageEnv& env,
     baseline = *b;
   } else {
     // The scenario's best so far, by this experiment's own rule.
-    SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> peers,
-                              env.store.ListExperiments({.scenario = e.spec().scenario(),
-                                                         .state = v1::EXPERIMENT_STATE_SUCCEEDED}));
-    double best = 0;
-    for (const v1::Experiment& peer : peers) {
-      if (peer.id() == e.id() || !peer.has_result()) continue;
-      const v1::WindowResult& w =
-          rule.window() == v1::WINDOW_STEADY ? peer.result().steady() : peer.result().whole();
-      absl::StatusOr<double> value = analysis::MetricValue(w, rule.metric());
-      if (!value.ok()) continue;
-      absl::StatusOr<v1::Decision> against =
-          analysis::Decide(result, peer.result(), peer.id(), rule);
-      // "Best" = the peer this result would have to beat: largest value in
-      // the metric's better direction, which Decide's sign encodes.
-      double score = against.ok() ? -against->delta_fraction() : *value;
-      if (!baseline.has_value() || score > best) {
-        baseline = peer;
-        best = score;
-      }
-    }
+    SERVELAB_ASSIGN_OR_RETURN(baseline, env.baselines.Best(e.spec().scenario(), rule, e.id()));
   }
   if (!baseline.has_value()) return std::optional<v1::Decision>();
   SERVELAB_ASSIGN_OR_RETURN(v1::Decision decision,

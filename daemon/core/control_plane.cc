@@ -16,6 +16,7 @@
 #include "daemon/core/spec/scope.h"
 #include "daemon/core/spec/spec_delta.h"
 #include "daemon/core/spec/spec_text.h"
+#include "daemon/core/store_pages.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace servelab::core {
@@ -38,6 +39,18 @@ void KeepIfBest(const v1::Experiment& e, std::map<std::string, v1::ScenarioBest>
   b.set_experiment_id(e.id());
   b.set_metric(absl::StrCat(e.spec().analysis().decision().metric(), " (", window.name(), ")"));
   b.set_value(value);
+}
+
+// Experiments per state label, every state listed (0 when none).
+std::map<std::string, int64_t> ByState(const std::vector<ExperimentCount>& stored) {
+  std::map<std::string, int64_t> counts;
+  for (int i = v1::ExperimentState_MIN; i <= v1::ExperimentState_MAX; ++i) {
+    if (v1::ExperimentState_IsValid(i) && i != v1::EXPERIMENT_STATE_UNSPECIFIED) {
+      counts[StateLabel(static_cast<v1::ExperimentState>(i))] = 0;
+    }
+  }
+  for (const ExperimentCount& c : stored) counts[StateLabel(c.state)] += c.count;
+  return counts;
 }
 
 // What `e` left in the prefix cache: its formal load's prompts; "" when its
@@ -115,11 +128,11 @@ absl::StatusOr<std::map<std::string, v1::ScenarioBest>> ControlPlane::BestPerSce
   if (!best_loaded_) {
     // Once per daemon: successes committed from here on reach the listener,
     // which waits for this lock and then sees best_loaded_.
-    SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> succeeded,
-                              store_.ListExperiments({.state = v1::EXPERIMENT_STATE_SUCCEEDED}));
-    for (const v1::Experiment& e : succeeded) {
-      if (e.has_result()) KeepIfBest(e, best_);
-    }
+    SERVELAB_RETURN_IF_ERROR(ForEachExperiment(store_, {.state = v1::EXPERIMENT_STATE_SUCCEEDED},
+                                               [&](const v1::Experiment& e) {
+                                                 if (e.has_result()) KeepIfBest(e, best_);
+                                                 return true;
+                                               }));
     best_loaded_ = true;
   }
   return best_;
@@ -328,30 +341,20 @@ absl::StatusOr<v1::Experiment> ControlPlane::Cancel(std::string_view id) {
 }
 
 absl::StatusOr<std::map<std::string, int64_t>> ControlPlane::CountByState() {
-  std::map<std::string, int64_t> counts;
-  for (int i = v1::ExperimentState_MIN; i <= v1::ExperimentState_MAX; ++i) {
-    if (v1::ExperimentState_IsValid(i) && i != v1::EXPERIMENT_STATE_UNSPECIFIED) {
-      counts[StateLabel(static_cast<v1::ExperimentState>(i))] = 0;
-    }
-  }
   SERVELAB_ASSIGN_OR_RETURN(std::vector<ExperimentCount> stored, store_.CountExperiments());
-  for (const ExperimentCount& c : stored) counts[StateLabel(c.state)] += c.count;
-  return counts;
+  return ByState(stored);
 }
 
 absl::StatusOr<std::string> ControlPlane::CacheState() {
-  // Newest first, a page at a time: the experiment that last used the lane
-  // is almost always on the first page.
-  ExperimentFilter page{.limit = 20, .newest_first = true};
-  while (true) {
-    SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::Experiment> newest, store_.ListExperiments(page));
-    for (const v1::Experiment& e : newest) {
-      std::string state = CacheStateLeftBy(e);
-      if (!state.empty()) return state;
-    }
-    if (static_cast<int>(newest.size()) < page.limit) return "";
-    page.after_id = newest.back().id();
-  }
+  // Newest first: the experiment that last used the lane is almost always on
+  // the first page.
+  std::string state;
+  SERVELAB_RETURN_IF_ERROR(
+      ForEachExperiment(store_, {.newest_first = true}, [&](const v1::Experiment& e) {
+        state = CacheStateLeftBy(e);
+        return state.empty();
+      }));
+  return state;
 }
 
 absl::StatusOr<v1::Summary> ControlPlane::Summary() {
@@ -361,8 +364,7 @@ absl::StatusOr<v1::Summary> ControlPlane::Summary() {
   // Each part is a count or a listing of what is current (queued, running),
   // never of the whole history (docs/design.md §12).
   SERVELAB_ASSIGN_OR_RETURN(std::vector<ExperimentCount> stored, store_.CountExperiments());
-  SERVELAB_ASSIGN_OR_RETURN(auto counts, CountByState());
-  for (const auto& [state, count] : counts)
+  for (const auto& [state, count] : ByState(stored))
     (*summary.mutable_experiments_by_state())[state] = count;
   for (const ExperimentCount& c : stored) {
     if (c.state != v1::EXPERIMENT_STATE_FAILED) continue;

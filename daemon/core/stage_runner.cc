@@ -111,6 +111,7 @@ StageRunner::Lane StageRunner::lane() {
 
 StageEnv StageRunner::Env(std::atomic<bool>& cancel) {
   return StageEnv{.store = ledger_.store(),
+                  .baselines = baselines_,
                   .instances = instances_,
                   .load = load_,
                   .metrics = metrics_,

@@ -37,6 +37,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "daemon/core/baseline_index.h"
 #include "daemon/core/control_plane.h"
 #include "daemon/core/instance_driver.h"
 #include "daemon/core/ledger.h"
@@ -154,6 +155,7 @@ class StageRunner : public ExperimentExecutor {
   StageEnv Env(std::atomic<bool>& cancel);
 
   Ledger& ledger_;
+  BaselineIndex baselines_{ledger_};
   InstanceDriver& instances_;
   LoadDriver& load_;
   RunnerMetrics& metrics_;

@@ -473,6 +473,7 @@ class StageBodyTest : public StageRunnerTest {
 
   StageEnv Env() {
     return StageEnv{store_,
+                    baselines_,
                     instances_,
                     load_,
                     metrics_,
@@ -483,6 +484,7 @@ class StageBodyTest : public StageRunnerTest {
                     absl::Milliseconds(1)};
   }
 
+  BaselineIndex baselines_{plane_.ledger()};
   std::atomic<bool> cancel_{false};
   v1::Experiment e_;
 };

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "daemon/core/baseline_index.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/instance_driver.h"
 #include "daemon/core/load_driver.h"
@@ -30,6 +31,7 @@ using Counters = std::map<std::string, double>;
 // What a stage may use. Borrowed; outlives the stage.
 struct StageEnv {
   Store& store;
+  BaselineIndex& baselines;
   InstanceDriver& instances;
   LoadDriver& load;
   RunnerMetrics& metrics;

@@ -74,9 +74,15 @@ absl::StatusOr<v1::Experiment> FakeStore::GetExperiment(std::string_view id) {
   return absl::NotFoundError(std::string(id));
 }
 
+std::vector<int> FakeStore::listing_limits() const {
+  absl::MutexLock lock(&mu_);
+  return listing_limits_;
+}
+
 absl::StatusOr<std::vector<v1::Experiment>> FakeStore::ListExperiments(
     const ExperimentFilter& filter) {
   absl::MutexLock lock(&mu_);
+  listing_limits_.push_back(filter.limit);
   std::vector<v1::Experiment> out;
   bool after = filter.after_id.empty();
   std::vector<const v1::Experiment*> order;

@@ -39,6 +39,8 @@ class FakeStore : public Store {
   // The next write returns this error instead of writing.
   void FailNextWrite(absl::Status error);
   int writes() const;
+  // The `limit` of every ListExperiments call so far, in order.
+  std::vector<int> listing_limits() const;
 
  private:
   absl::Status TakeFailure() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -46,6 +48,7 @@ class FakeStore : public Store {
   mutable absl::Mutex mu_;
   int next_id_ ABSL_GUARDED_BY(mu_) = 1;
   int writes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<int> listing_limits_ ABSL_GUARDED_BY(mu_);
   absl::Status next_failure_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::Experiment> experiments_ ABSL_GUARDED_BY(mu_);
   std::vector<Event> events_ ABSL_GUARDED_BY(mu_);
