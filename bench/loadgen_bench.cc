@@ -19,12 +19,15 @@
 //   decode time: chunks received per client CPU second (target >= 200,000).
 // Run B (one per --rates R): 3 s of R req/s poisson, short requests;
 //   schedule lag = sent - planned (targets p99 <= 100 us at 1,000/s and
-//   <= 200 us at 5,000/s).
+//   <= 200 us at 5,000/s). Before it, the floor: how late an idle thread on
+//   the client core wakes from an absolute sleep.
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -186,6 +189,29 @@ void StreamsRun(const std::string& url, const std::string& dir, int streams, int
   Figure("TTFT pairs joined", static_cast<double>(diffs.size()), "requests", "-");
 }
 
+// The floor under schedule lag on this machine: how late a thread that
+// sleeps until an absolute time wakes, with no work at all (timer slack 1 ns,
+// as a timerfd has none). In a VM, waking an idle vCPU is most of it.
+void TimerWakeFloor() {
+  const unsigned long old_slack = static_cast<unsigned long>(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0));
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  std::vector<double> late;
+  for (int i = 0; i < 3000; ++i) {
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    const int64_t at_ns = now.tv_sec * 1'000'000'000LL + now.tv_nsec + 200'000 + (i % 9) * 100'000;
+    const timespec at{.tv_sec = at_ns / 1'000'000'000LL, .tv_nsec = at_ns % 1'000'000'000LL};
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, nullptr);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    late.push_back((now.tv_sec * 1'000'000'000LL + now.tv_nsec - at_ns) / 1e9);
+  }
+  prctl(PR_SET_TIMERSLACK, old_slack, 0, 0, 0);
+  std::sort(late.begin(), late.end());
+  std::cout << "Timer wake-up on the client core, no load (the floor under schedule lag)\n";
+  Figure("wake-up late p50", analysis::Percentile(late, 50) * 1e6, "us", "-");
+  Figure("wake-up late p99", analysis::Percentile(late, 99) * 1e6, "us", "-");
+}
+
 // Run B at `rate`: schedule lag of 3 s of short requests.
 void LagRun(const std::string& url, const std::string& dir, double rate) {
   const int n = static_cast<int>(rate * 3);
@@ -231,6 +257,7 @@ int Main(int argc, char** argv) {
             << "client pinned to core " << client_core << ", sim to core " << sim_core << "\n";
   const std::string url = absl::StrCat("http://127.0.0.1:", paced.port);
   for (int s : streams) StreamsRun(url, dir, s, output_tokens);
+  if (!rates.empty()) TimerWakeFloor();
   for (double rate : rates) LagRun(url, dir, rate);
   paced.Stop();
 

@@ -1,5 +1,7 @@
 #include "loadgen/load_runner.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -472,6 +474,13 @@ awaitable<void> LoadRunner::Impl::Main(absl::Status* check_status) {
 }
 
 void LoadRunner::Impl::WriterLoop(RecordSink& sink) {
+  // The writer gives the core up the moment the io thread wakes: a send's
+  // timer must not wait behind an SQLite commit (issue 9, P4; docs/design.md
+  // §10). SCHED_IDLE still runs whenever the io thread sleeps, which below
+  // saturation is most of the time; at the latest the records drain when the
+  // load ends. Failing to set it only costs lag, so it is not an error.
+  sched_param idle{};
+  pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
   while (true) {
     std::vector<v1::RequestRecord> batch;
     bool stop;
