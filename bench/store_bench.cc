@@ -183,6 +183,17 @@ double AnalysisMs(const v1::Experiment& e) {
   return ms;
 }
 
+// Submits `req` and waits for its final state, left in `done`; true when it
+// succeeded.
+bool RunToSuccess(v1::ServeLab::Stub& stub, const v1::SubmitExperimentRequest& req,
+                  v1::Experiment& done) {
+  grpc::ClientContext ctx;
+  v1::SubmitExperimentResponse resp;
+  return stub.SubmitExperiment(&ctx, req, &resp).ok() &&
+         WaitFinal(stub, resp.experiment().id(), &done) &&
+         done.state() == v1::EXPERIMENT_STATE_SUCCEEDED;
+}
+
 // Steps 1: the two real experiments. Returns their ids, or empty; the
 // delta's analysis time goes to `analysis_ms`.
 std::vector<std::string> RunTemplates(const std::string& bin_dir, const std::string& work_dir,
@@ -198,12 +209,8 @@ std::vector<std::string> RunTemplates(const std::string& bin_dir, const std::str
   req.set_spec_name(o.spec);
   req.set_base_dir(fs::path(o.spec).parent_path().string());
   for (int i = 0; i < 2; ++i) {
-    grpc::ClientContext ctx;
-    v1::SubmitExperimentResponse resp;
     v1::Experiment done;
-    if (!stub->SubmitExperiment(&ctx, req, &resp).ok() ||
-        !WaitFinal(*stub, resp.experiment().id(), &done) ||
-        done.state() != v1::EXPERIMENT_STATE_SUCCEEDED) {
+    if (!RunToSuccess(*stub, req, done)) {
       CollectInstancePids(done, &instance_pids);
       std::fprintf(stderr, "template experiment failed; log:\n%s\n",
                    ReadFile(daemon.log_path()).c_str());
@@ -247,12 +254,8 @@ bool RunDeltasOnGrown(const std::string& bin_dir, const std::string& work_dir, c
     v1::SubmitExperimentRequest req;
     req.set_base_id(base_id);
     req.add_set(absl::StrCat("workload.concurrency=", 11 + 2 * i));
-    grpc::ClientContext ctx;
-    v1::SubmitExperimentResponse resp;
     v1::Experiment done;
-    if (!stub->SubmitExperiment(&ctx, req, &resp).ok() ||
-        !WaitFinal(*stub, resp.experiment().id(), &done) ||
-        done.state() != v1::EXPERIMENT_STATE_SUCCEEDED) {
+    if (!RunToSuccess(*stub, req, done)) {
       std::fprintf(stderr, "a delta on the grown store failed; log:\n%s\n",
                    ReadFile(daemon.log_path()).c_str());
       return false;
