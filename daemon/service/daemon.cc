@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -77,22 +78,37 @@ absl::StatusOr<std::string> ReadPem(const char* flag, const std::string& path) {
   return pem;
 }
 
-// TLS only on TCP, both files or neither, and never plain text off the host
-// (docs/design.md §13).
-absl::Status CheckTransportSecurity(const DaemonOptions& options, const ListenAddress& listen) {
+// Whether /metrics is served over HTTPS: exactly when its host is not
+// loopback, so a local Prometheus scrapes plain HTTP as usual and nothing
+// goes to the network in plain text.
+bool MetricsNeedTls(const std::optional<ListenAddress>& metrics) {
+  return metrics.has_value() && !IsLoopbackHost(metrics->host);
+}
+
+// TLS on a TCP --listen or a non-loopback /metrics, both files or neither,
+// and never plain text off the host (docs/design.md §13).
+absl::Status CheckTransportSecurity(const DaemonOptions& options, const ListenAddress& listen,
+                                    const std::optional<ListenAddress>& metrics) {
   const bool tls = !options.tls_cert.empty() || !options.tls_key.empty();
   if (tls && (options.tls_cert.empty() || options.tls_key.empty())) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
   }
-  if (tls && listen.kind != ListenAddress::Kind::kTcp) {
+  if (tls && listen.kind != ListenAddress::Kind::kTcp && !MetricsNeedTls(metrics)) {
     return absl::InvalidArgumentError(
-        "--tls-cert applies to a tcp: --listen; the unix socket is owner-only instead");
+        "--tls-cert applies to a tcp: --listen or a non-loopback --metrics-listen; the unix "
+        "socket is owner-only instead");
   }
   if (!tls && listen.kind == ListenAddress::Kind::kTcp && !IsLoopbackHost(listen.host)) {
     return absl::PermissionDeniedError(absl::StrCat(
         "--listen ", listen.ToString(),
         " is not loopback: it needs --tls-cert and --tls-key (plain text is never served "
         "to the network)"));
+  }
+  if (!tls && MetricsNeedTls(metrics)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "--metrics-listen ", metrics->host_port(),
+        " is not loopback: it needs --tls-cert and --tls-key (/metrics is then served over "
+        "HTTPS; plain text is never served to the network)"));
   }
   return absl::OkStatus();
 }
@@ -126,13 +142,14 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& opti
       options.listen.empty() ? absl::StrCat("unix:", state_dir, "/servelab.sock") : options.listen;
   SERVELAB_ASSIGN_OR_RETURN(ListenAddress listen,
                             ParseListenAddress(listen_text, options.allow_remote));
+  std::optional<ListenAddress> metrics;
   if (!options.metrics_listen.empty()) {
-    SERVELAB_RETURN_IF_ERROR(ParseHostPort(options.metrics_listen, options.allow_remote).status());
+    SERVELAB_ASSIGN_OR_RETURN(metrics, ParseHostPort(options.metrics_listen, options.allow_remote));
   }
   if (listen.kind == ListenAddress::Kind::kUnix) {
     listen.path = fs::absolute(listen.path).lexically_normal().string();
   }
-  SERVELAB_RETURN_IF_ERROR(CheckTransportSecurity(options, listen));
+  SERVELAB_RETURN_IF_ERROR(CheckTransportSecurity(options, listen, metrics));
   std::string tls_cert_pem, tls_key_pem;
   if (!options.tls_cert.empty()) {
     SERVELAB_ASSIGN_OR_RETURN(tls_cert_pem, ReadPem("--tls-cert", options.tls_cert));
@@ -190,11 +207,15 @@ absl::Status Daemon::Start() {
   if (!options_.metrics_listen.empty()) {
     SERVELAB_ASSIGN_OR_RETURN(ListenAddress metrics_address,
                               ParseHostPort(options_.metrics_listen, options_.allow_remote));
-    SERVELAB_RETURN_IF_ERROR(metrics_->Listen(metrics_address.host_port()));
+    const bool https = MetricsNeedTls(metrics_address);
+    SERVELAB_RETURN_IF_ERROR(https ? metrics_->ListenTls(metrics_address.host, metrics_address.port,
+                                                         tls_cert_pem_, tls_key_pem_)
+                                   : metrics_->Listen(metrics_address.host_port()));
     metrics_address.port = metrics_->port();
     SERVELAB_RETURN_IF_ERROR(WriteFileAtomically(
         absl::StrCat(state_dir_, "/servelabd.metrics.addr"), metrics_address.host_port() + "\n"));
-    Logger("daemon")->info("serving /metrics on http://{}/metrics", metrics_address.host_port());
+    Logger("daemon")->info("serving /metrics on {}://{}/metrics", https ? "https" : "http",
+                           metrics_address.host_port());
   }
 
   InitGrpcOnce();

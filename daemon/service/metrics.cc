@@ -3,6 +3,7 @@
 #include <prometheus/client_metric.h>
 #include <prometheus/collectable.h>
 #include <prometheus/metric_type.h>
+#include <prometheus/text_serializer.h>
 
 #include <exception>
 #include <map>
@@ -150,7 +151,18 @@ absl::Status Metrics::Listen(const std::string& bind_address) {
   return absl::OkStatus();
 }
 
+absl::Status Metrics::ListenTls(const std::string& host, int port, const std::string& cert_pem,
+                                const std::string& key_pem) {
+  absl::StatusOr<std::unique_ptr<HttpsMetricsEndpoint>> https = HttpsMetricsEndpoint::Start(
+      host, port, cert_pem, key_pem,
+      [this] { return prometheus::TextSerializer().Serialize(Collect()); });
+  if (!https.ok()) return https.status();
+  https_ = std::move(*https);
+  return absl::OkStatus();
+}
+
 int Metrics::port() const {
+  if (https_ != nullptr) return https_->port();
   if (exposer_ == nullptr) return 0;
   std::vector<int> ports = exposer_->GetListeningPorts();
   return ports.empty() ? 0 : ports.front();

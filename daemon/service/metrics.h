@@ -42,6 +42,7 @@
 #include "absl/status/status.h"
 #include "daemon/core/control_plane.h"
 #include "daemon/core/runner_metrics.h"
+#include "daemon/service/https_metrics_endpoint.h"
 
 namespace servelab::service {
 
@@ -56,6 +57,11 @@ class Metrics : public core::RunnerMetrics {
   // Serves /metrics on `bind_address` ("HOST:PORT"; port 0 picks a free one).
   // Call at most once. UNAVAILABLE when the address cannot be bound.
   absl::Status Listen(const std::string& bind_address);
+  // As Listen, over TLS with the PEM certificate chain and key, for a host
+  // that is not loopback (HttpsMetricsEndpoint). INVALID_ARGUMENT when the
+  // certificate or key is unusable.
+  absl::Status ListenTls(const std::string& host, int port, const std::string& cert_pem,
+                         const std::string& key_pem);
   // The bound port; 0 when not listening.
   int port() const;
 
@@ -87,8 +93,10 @@ class Metrics : public core::RunnerMetrics {
   prometheus::Family<prometheus::Counter>& instance_launches_;
   prometheus::Family<prometheus::Counter>& stage_reuse_;
   std::shared_ptr<ExperimentsCollector> experiments_;
-  // Declared last so it stops serving before the collectables go away.
+  // Declared last so they stop serving before the collectables go away.
+  // At most one of them serves.
   std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<HttpsMetricsEndpoint> https_;
 };
 
 }  // namespace servelab::service

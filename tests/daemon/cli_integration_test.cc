@@ -5,7 +5,9 @@
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +23,7 @@
 #include "servelab/v1/experiment.pb.h"
 #include "servelab/v1/service.pb.h"
 #include "tests/daemon/http_get.h"
+#include "tests/testing/certificate.h"
 #include "tests/testing/subprocess.h"
 #include "tests/testing/temp_dir.h"
 
@@ -28,6 +31,7 @@ namespace servelab {
 namespace {
 
 using ::servelab::testing::BinPath;
+using ::servelab::testing::MakeCertificate;
 using ::servelab::testing::Process;
 using ::servelab::testing::ReadFile;
 using ::servelab::testing::RunResult;
@@ -214,14 +218,6 @@ TEST_F(CliIntegrationTest, LoopbackTcpAndRefusedRemote) {
   EXPECT_THAT(remote.err, HasSubstr("--allow-remote"));
 }
 
-// A self-signed certificate for 127.0.0.1 made with the openssl tool.
-void MakeCertificate(const std::string& cert, const std::string& key) {
-  RunResult r = testing::Run({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
-                              "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=servelabd",
-                              "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-}
-
 TEST_F(CliIntegrationTest, TlsOnTcpNeedsTheCaAndRemoteNeedsTls) {
   const std::string cert = dir_.File("cert.pem"), key = dir_.File("key.pem");
   ASSERT_NO_FATAL_FAILURE(MakeCertificate(cert, key));
@@ -259,6 +255,68 @@ TEST_F(CliIntegrationTest, TlsOnTcpNeedsTheCaAndRemoteNeedsTls) {
   EXPECT_NE(on_unix.exit_code, 0);
   EXPECT_THAT(on_unix.err, HasSubstr("tcp:"));
   EXPECT_FALSE(testing::FileExists(other_state));
+}
+
+// curl with `args`; its stdout is the HTTP code ("000" when no HTTP answer
+// came), the body goes where -o says.
+RunResult Curl(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"/usr/bin/curl", "-sS", "-m", "10", "-w", "%{http_code}"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return testing::Run(argv);
+}
+
+// /metrics off the host is served over HTTPS only, with the daemon's
+// certificate, while gRPC stays on the owner-only unix socket.
+TEST_F(CliIntegrationTest, MetricsOffTheHostAreHttpsOnly) {
+  const std::string cert = dir_.File("cert.pem"), key = dir_.File("key.pem");
+  ASSERT_NO_FATAL_FAILURE(MakeCertificate(cert, key));
+  testing::TempDir other;
+  const std::string other_state = other.File("state");
+  RunResult plain_remote = testing::Run({BinPath("servelabd"), "--state-dir", other_state,
+                                         "--metrics-listen", "0.0.0.0:0", "--allow-remote"});
+  EXPECT_NE(plain_remote.exit_code, 0);
+  EXPECT_THAT(plain_remote.err, HasSubstr("--metrics-listen 0.0.0.0:0 is not loopback"));
+  EXPECT_THAT(plain_remote.err, HasSubstr("--tls-cert"));
+  RunResult tls_for_nothing =
+      testing::Run({BinPath("servelabd"), "--state-dir", other_state, "--metrics-listen",
+                    "127.0.0.1:0", "--tls-cert", cert, "--tls-key", key});
+  EXPECT_NE(tls_for_nothing.exit_code, 0);
+  EXPECT_THAT(tls_for_nothing.err, HasSubstr("non-loopback --metrics-listen"));
+  EXPECT_FALSE(testing::FileExists(other_state));
+
+  // 0.0.0.0 is not loopback; the test still reaches it on 127.0.0.1 only.
+  auto daemon = StartDaemon(
+      {"--metrics-listen", "0.0.0.0:0", "--allow-remote", "--tls-cert", cert, "--tls-key", key});
+  EXPECT_THAT(DaemonLog(), HasSubstr("serving /metrics on https://0.0.0.0:"));
+  SubmitJson({"-f", Example("16k-nocache.yaml")});
+  const std::string metrics_addr = Trimmed(ReadFile(state_dir_ + "/servelabd.metrics.addr"));
+  const std::string url =
+      absl::StrCat("https://127.0.0.1:", metrics_addr.substr(metrics_addr.rfind(':') + 1));
+  const std::string body = dir_.File("scrape.txt");
+  RunResult scrape = Curl({"--cacert", cert, "-o", body, url + "/metrics"});
+  EXPECT_EQ(scrape.out, "200") << scrape.err;
+  EXPECT_THAT(ReadFile(body), HasSubstr("servelab_experiments{state=\"queued\"} 1"));
+  EXPECT_EQ(Curl({"--cacert", cert, "-o", "/dev/null", url + "/other"}).out, "404");
+  EXPECT_EQ(Curl({"--cacert", cert, "-o", "/dev/null", "-X", "POST", url + "/metrics"}).out, "405");
+  // Plain HTTP, an unverified certificate and TLS 1.1 get no HTTP answer.
+  const std::string plain_url = "http" + url.substr(5) + "/metrics";
+  EXPECT_EQ(Curl({"-o", "/dev/null", plain_url}).out, "000");
+  EXPECT_EQ(Curl({"-o", "/dev/null", url + "/metrics"}).out, "000");
+  EXPECT_EQ(Curl({"--cacert", cert, "--tls-max", "1.1", "-o", "/dev/null", url + "/metrics"}).out,
+            "000");
+  // The daemon serves on after the refused connections, and a client that
+  // connects and never speaks does not hold up a scrape.
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(metrics_addr.substr(metrics_addr.rfind(':') + 1), &port));
+  const int idle = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in loopback{};
+  loopback.sin_family = AF_INET;
+  loopback.sin_port = htons(static_cast<uint16_t>(port));
+  loopback.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(idle, reinterpret_cast<sockaddr*>(&loopback), sizeof(loopback)), 0);
+  EXPECT_EQ(Curl({"--cacert", cert, "-o", "/dev/null", url + "/metrics"}).out, "200");
+  close(idle);
+  EXPECT_EQ(Cli({"list"}).exit_code, 0);
 }
 
 // The socket's mode is loosened by hand; a client running as another user

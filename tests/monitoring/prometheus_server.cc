@@ -39,7 +39,14 @@ std::string ConfigYaml(const std::vector<ScrapeTarget>& targets) {
     if (std::find(jobs.begin(), jobs.end(), t.job) == jobs.end()) jobs.push_back(t.job);
   }
   for (const std::string& job : jobs) {
-    absl::StrAppend(&yaml, "  - job_name: ", JsonQuote(job), "\n    static_configs:\n");
+    absl::StrAppend(&yaml, "  - job_name: ", JsonQuote(job), "\n");
+    const ScrapeTarget& first =
+        *std::find_if(targets.begin(), targets.end(), [&](const auto& t) { return t.job == job; });
+    if (!first.ca_file.empty()) {
+      absl::StrAppend(&yaml, "    scheme: https\n    tls_config:\n      ca_file: ",
+                      JsonQuote(first.ca_file), "\n");
+    }
+    absl::StrAppend(&yaml, "    static_configs:\n");
     for (const ScrapeTarget& t : targets) {
       if (t.job != job) continue;
       absl::StrAppend(&yaml, "      - targets: [\"127.0.0.1:", t.port, "\"]\n");

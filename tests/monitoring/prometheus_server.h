@@ -1,6 +1,7 @@
 // PrometheusServer: the real Prometheus (Debian's /usr/bin/prometheus) for a
 // test, with its own config and TSDB in a temp directory, listening on a
-// free 127.0.0.1 port and scraping loopback targets every second. Queries go
+// free 127.0.0.1 port and scraping loopback targets (HTTP, or HTTPS with a
+// CA) every second. Queries go
 // through its HTTP API (/api/v1/query), as Grafana's do.
 //
 //   auto prometheus = PrometheusServer::Start(
@@ -33,6 +34,9 @@ struct ScrapeTarget {
   int port = 0;  // On 127.0.0.1.
   // Extra target labels, e.g. {"side", "decode"}.
   std::map<std::string, std::string> labels;
+  // Scraped over HTTPS, trusting this CA, when set (per job: the first
+  // target of a job decides).
+  std::string ca_file;
 };
 
 // One element of an instant vector.

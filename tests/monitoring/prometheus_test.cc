@@ -14,6 +14,7 @@
 #include "tests/monitoring/dashboard.h"
 #include "tests/monitoring/prometheus_server.h"
 #include "tests/sim/sim_harness.h"
+#include "tests/testing/certificate.h"
 #include "tests/testing/ports.h"
 #include "tests/workflow/daemon_fixture.h"
 
@@ -25,6 +26,7 @@ using ::servelab::sim::testing::SimProcess;
 using testing::ClosedLoopbackPort;
 using ::testing::DoubleNear;
 using ::testing::IsEmpty;
+using testing::MakeCertificate;
 using ::testing::Not;
 using testing::OnlyValue;
 using testing::PrometheusServer;
@@ -59,6 +61,28 @@ std::vector<int> FreePorts(int n) {
 }
 
 class PrometheusTest : public DaemonFixture {};
+
+// Off the host, servelabd serves /metrics over HTTPS only; Prometheus
+// scrapes it with the certificate's CA, as a remote one would (the test
+// itself stays on 127.0.0.1: 0.0.0.0 is not loopback, so TLS is required).
+TEST_F(PrometheusTest, ScrapesTheDaemonOverHttpsWhenItListensOffTheHost) {
+  const std::string cert = dir_.File("cert.pem"), key = dir_.File("key.pem");
+  ASSERT_NO_FATAL_FAILURE(MakeCertificate(cert, key));
+  StartDaemon({"--paused", "--metrics-listen", "0.0.0.0:0", "--allow-remote", "--tls-cert", cert,
+               "--tls-key", key});
+  auto started = PrometheusServer::Start(
+      {{.job = "servelabd", .port = metrics_port_, .ca_file = cert}}, dir_.File("prometheus"));
+  ASSERT_TRUE(started.ok()) << started.status();
+  const PrometheusServer& prometheus = **started;
+  auto up = prometheus.QueryUntil("up{job=\"servelabd\"}", Is(1));
+  ASSERT_TRUE(up.ok() && OnlyValue(*up) == 1) << up.status() << prometheus.Log();
+  Submit({"-f", SourcePath("deploy/examples/pd-quick.yaml")});
+  auto queued = prometheus.QueryUntil("servelab_experiments{state=\"queued\"}", Is(1));
+  ASSERT_TRUE(queued.ok() && OnlyValue(*queued) == 1) << queued.status() << prometheus.Log();
+  auto type = prometheus.MetricType("servelab_stage_duration_seconds");
+  ASSERT_TRUE(type.ok()) << type.status();
+  EXPECT_EQ(*type, "histogram");
+}
 
 TEST_F(PrometheusTest, ScrapesTheDaemonAndSimsWhileAnExperimentRuns) {
   StartDaemon({"--sim-time-scale", "0.05"});

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
@@ -33,8 +34,10 @@ void DaemonFixture::StartDaemon(const std::vector<std::string>& flags,
 bool DaemonFixture::StartDaemonThatMayDie(const std::vector<std::string>& flags,
                                           const std::vector<std::string>& env) {
   unlink((state_dir_ + "/servelabd.addr").c_str());
-  std::vector<std::string> argv = {BinPath("servelabd"), "--state-dir", state_dir_,
-                                   "--metrics-listen", "127.0.0.1:0"};
+  std::vector<std::string> argv = {BinPath("servelabd"), "--state-dir", state_dir_};
+  if (std::find(flags.begin(), flags.end(), "--metrics-listen") == flags.end()) {
+    argv.insert(argv.end(), {"--metrics-listen", "127.0.0.1:0"});
+  }
   argv.insert(argv.end(), flags.begin(), flags.end());
   daemon_ = std::make_unique<testing::Process>(
       argv, dir_.File(absl::StrCat("servelabd", ++starts_)), env);
