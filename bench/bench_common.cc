@@ -7,11 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 namespace servelab::bench {
@@ -46,6 +48,48 @@ long long ProcStatusField(int pid, const std::string& field) {
     if (line.rfind(field + ":", 0) == 0) return std::atoll(line.c_str() + field.size() + 1);
   }
   return -1;
+}
+
+double ProcCpuSeconds(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  std::istringstream rest(line.substr(line.rfind(')') + 2));
+  std::string field;
+  double utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stod(field);
+    if (i == 15) stime = std::stod(field);
+  }
+  return (utime + stime) / sysconf(_SC_CLK_TCK);
+}
+
+CpuPeak::CpuPeak(int pid) : pid_(pid) {
+  thread_ = std::thread([this] {
+    const auto start = std::chrono::steady_clock::now();
+    while (!stop_.load()) {
+      const double wall =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      samples_.emplace_back(wall, ProcCpuSeconds(pid_));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+}
+
+double CpuPeak::Stop() {
+  if (thread_.joinable()) {
+    stop_.store(true);
+    thread_.join();
+  }
+  // Ten 100 ms steps make a window of about a second.
+  constexpr size_t kSteps = 10;
+  double peak = 0;
+  for (size_t end = kSteps; end < samples_.size(); ++end) {
+    const auto& [wall0, cpu0] = samples_[end - kSteps];
+    const auto& [wall1, cpu1] = samples_[end];
+    if (wall1 > wall0) peak = std::max(peak, (cpu1 - cpu0) / (wall1 - wall0));
+  }
+  return peak;
 }
 
 double SelfCpuSeconds() {

@@ -5,7 +5,10 @@
 #ifndef SERVELAB_BENCH_BENCH_COMMON_H_
 #define SERVELAB_BENCH_BENCH_COMMON_H_
 
+#include <atomic>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 namespace servelab::bench {
@@ -20,8 +23,31 @@ void PinTo(int core);
 // (KiB for the Vm* fields); -1 when the process or the field is gone.
 long long ProcStatusField(int pid, const std::string& field);
 
+// User + system CPU seconds of process `pid` so far (/proc/PID/stat).
+double ProcCpuSeconds(int pid);
 // User + system CPU seconds of this process so far.
 double SelfCpuSeconds();
+
+// The busiest second of a process over a run: its CPU time sampled every
+// 100 ms on a thread of its own, and the highest share of one core over any
+// 1 s window. An average over the whole run hides a saturated core behind
+// the ramp up and down.
+//   CpuPeak sim_peak(sim.pid);  ...run...;  double busiest = sim_peak.Stop();
+class CpuPeak {
+ public:
+  explicit CpuPeak(int pid);
+  ~CpuPeak() { Stop(); }
+  CpuPeak(const CpuPeak&) = delete;
+  CpuPeak& operator=(const CpuPeak&) = delete;
+  // Ends the sampling (once); the peak share, 0 if the run was under 1 s.
+  double Stop();
+
+ private:
+  int pid_;
+  std::atomic<bool> stop_{false};
+  std::vector<std::pair<double, double>> samples_;  // (wall s, CPU s)
+  std::thread thread_;
+};
 
 // A fresh directory /tmp/NAME.XXXXXX for the benchmark's files; empty (after
 // printing why) when it cannot be made.

@@ -161,10 +161,14 @@ int64_t Chunks(const RunOutput& run) {
   return chunks;
 }
 
-// Run A at `streams`: CPU per chunk and TTFT fidelity.
-void StreamsRun(const std::string& url, const std::string& dir, int streams, int output_tokens) {
+// Run A at `streams`: CPU per chunk and TTFT fidelity, and each side's
+// busiest second, which says whether a TTFT gap is a core running out.
+void StreamsRun(const std::string& url, const std::string& dir, int streams, int output_tokens,
+                int sim_pid) {
   const std::string id = absl::StrCat("streams-", streams);
+  CpuPeak sim_peak(sim_pid), client_peak(getpid());
   RunOutput a = RunLoad(url, dir, id, 2 * streams, streams, 1000, 64, output_tokens);
+  const double sim_busiest = sim_peak.Stop(), client_busiest = client_peak.Stop();
   const int64_t chunks = Chunks(a);
   std::map<std::string, double> server = ServerTtfts(Fetch(url + "/debug/requests"));
   std::vector<double> diffs;
@@ -187,6 +191,9 @@ void StreamsRun(const std::string& url, const std::string& dir, int streams, int
   Figure("TTFT |client - sim| p50", analysis::Percentile(diffs, 50) * 1e3, "ms", "-");
   Figure("TTFT |client - sim| p99", analysis::Percentile(diffs, 99) * 1e3, "ms", "<= 1 ms");
   Figure("TTFT pairs joined", static_cast<double>(diffs.size()), "requests", "-");
+  // Near 1, that side's core is the queue the TTFT gap waits in.
+  Figure("busiest second: sim's core", sim_busiest, "cores", "-");
+  Figure("busiest second: client's core", client_busiest, "cores", "-");
 }
 
 // The floor under schedule lag on this machine: how late a thread that
@@ -256,7 +263,7 @@ int Main(int argc, char** argv) {
   std::cout << "loadgen_bench on " << Machine() << "\n"
             << "client pinned to core " << client_core << ", sim to core " << sim_core << "\n";
   const std::string url = absl::StrCat("http://127.0.0.1:", paced.port);
-  for (int s : streams) StreamsRun(url, dir, s, output_tokens);
+  for (int s : streams) StreamsRun(url, dir, s, output_tokens, paced.pid);
   if (!rates.empty()) TimerWakeFloor();
   for (double rate : rates) LagRun(url, dir, rate);
   paced.Stop();

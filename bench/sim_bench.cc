@@ -112,20 +112,6 @@ awaitable<void> Stream(tcp::endpoint endpoint, std::string request, Counters& co
   }
 }
 
-double ProcCpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(in, line);
-  std::istringstream rest(line.substr(line.rfind(')') + 2));
-  std::string field;
-  double utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && rest >> field; ++i) {
-    if (i == 14) utime = std::stod(field);
-    if (i == 15) stime = std::stod(field);
-  }
-  return (utime + stime) / sysconf(_SC_CLK_TCK);
-}
-
 }  // namespace
 }  // namespace servelab::bench
 
