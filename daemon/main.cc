@@ -28,12 +28,14 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "gRPC address: unix:PATH or tcp:HOST:PORT (port 0 picks one; the bound address "
                  "is written to STATE_DIR/servelabd.addr). Default: unix:STATE_DIR/servelab.sock");
   app.add_option("--metrics-listen", flags.daemon.metrics_listen,
-                 "Serve Prometheus /metrics on HOST:PORT (default: off)");
+                 "Serve Prometheus /metrics on HOST:PORT (default: off); plain HTTP on "
+                 "loopback, HTTPS with --tls-cert/--tls-key on any other host");
   app.add_flag("--allow-remote", flags.daemon.allow_remote,
                "Allow non-loopback TCP hosts in --listen and --metrics-listen");
   app.add_option("--tls-cert", flags.daemon.tls_cert,
-                 "PEM certificate (chain): serve gRPC over TLS on a tcp: --listen; required, with "
-                 "--tls-key, for a non-loopback host");
+                 "PEM certificate (chain): serve gRPC over TLS on a tcp: --listen and /metrics "
+                 "over HTTPS on a non-loopback --metrics-listen; required, with --tls-key, for a "
+                 "non-loopback host");
   app.add_option("--tls-key", flags.daemon.tls_key, "PEM private key of --tls-cert");
   app.add_option("--sim-binary", flags.daemon.sim_binary,
                  "servelab-sim binary for engine: sim (default: the one beside servelabd)");
