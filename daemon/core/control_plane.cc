@@ -53,9 +53,20 @@ std::map<std::string, int64_t> ByState(const std::vector<ExperimentCount>& store
   return counts;
 }
 
-// What `e` left in the prefix cache: its formal load's prompts; "" when its
-// formal load did not succeed.
+// What `e` left in the prefix cache: nothing when its drain reset the
+// caches ahead, else its formal load's prompts; "" when its formal load did
+// not succeed.
 std::string CacheStateLeftBy(const v1::Experiment& e) {
+  for (const v1::Stage& stage : e.stages()) {
+    if (stage.name() == v1::STAGE_DRAIN_CONFIRM && stage.status() == v1::STAGE_STATUS_SUCCEEDED) {
+      auto reset = stage.counters().find("caches_reset_ahead");
+      if (reset != stage.counters().end() && reset->second == 1) {
+        return absl::StrCat("empty: reset after ", e.id(),
+                            "'s formal load drained; the next experiment checks that nothing "
+                            "has touched it since");
+      }
+    }
+  }
   for (const v1::Stage& stage : e.stages()) {
     if (stage.name() != v1::STAGE_FORMAL_LOAD || stage.status() != v1::STAGE_STATUS_SUCCEEDED) {
       continue;

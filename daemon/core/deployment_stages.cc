@@ -1,6 +1,8 @@
 // Stages that change or check the serving deployment: launch, warmup, route
 // verification and prefix-cache preparation.
+#include <algorithm>
 #include <future>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -301,27 +303,109 @@ absl::StatusOr<ResetOutcome> ConfirmedReset(StageEnv& env, const v1::ServingInst
   }
 }
 
+// `fn` for prefill and decode at the same time (the sides are independent,
+// so a step costs the slower side, not the sum): {prefill's, decode's}.
+template <typename Fn>
+auto OnBothSides(const v1::ServingInstance& prefill, const v1::ServingInstance& decode, Fn fn) {
+  auto on_decode = std::async(std::launch::async, [&] { return fn(decode); });
+  auto on_prefill = fn(prefill);
+  return std::make_pair(std::move(on_prefill), on_decode.get());
+}
+
+struct BothSides {
+  v1::ServingInstance prefill, decode;
+};
+
+absl::StatusOr<BothSides> RequireBothSides(Store& store) {
+  BothSides sides;
+  SERVELAB_ASSIGN_OR_RETURN(sides.prefill, RequireInstance(store, v1::SIDE_PREFILL));
+  SERVELAB_ASSIGN_OR_RETURN(sides.decode, RequireInstance(store, v1::SIDE_DECODE));
+  return sides;
+}
+
+// Both sides reset and confirmed by `deadline`.
+absl::StatusOr<std::pair<ResetOutcome, ResetOutcome>> ResetBothSides(
+    StageEnv& env, const BothSides& sides, const std::string& check_prompt, absl::Time deadline) {
+  auto [prefill, decode] = OnBothSides(sides.prefill, sides.decode, [&](const auto& instance) {
+    return ConfirmedReset(env, instance, check_prompt, deadline);
+  });
+  SERVELAB_RETURN_IF_ERROR(prefill.status());
+  SERVELAB_RETURN_IF_ERROR(decode.status());
+  return std::make_pair(*prefill, *decode);
+}
+
+bool SameProcess(const v1::ServingInstance& a, const v1::ServingInstance& b) {
+  return a.pid() == b.pid() && a.process_start_ticks() == b.process_start_ticks() &&
+         a.port() == b.port() && a.extra_ranks_size() == b.extra_ranks_size();
+}
+
+// Nothing has reached the instance since `then`: idle, no KV block in use,
+// and not one more request or token counted.
+bool Untouched(const InstanceCounters& then, const InstanceCounters& now) {
+  return !now.HoldsRequests() && now.kv_cache_usage == 0 &&
+         now.request_success == then.request_success && now.prompt_tokens == then.prompt_tokens &&
+         now.generation_tokens == then.generation_tokens &&
+         now.prefix_cache_queries == then.prefix_cache_queries &&
+         now.prefix_cache_hits == then.prefix_cache_hits;
+}
+
+// Whether the caches `carried` records as reset still are: the same
+// processes, untouched since. One scrape per side, at the same time.
+bool StillEmpty(StageEnv& env, const EmptyCaches& carried, const BothSides& sides) {
+  if (!SameProcess(carried.prefill, sides.prefill) || !SameProcess(carried.decode, sides.decode)) {
+    return false;
+  }
+  auto [prefill, decode] = OnBothSides(sides.prefill, sides.decode, [&](const auto& instance) {
+    return env.instances.Scrape(instance);
+  });
+  return prefill.ok() && decode.ok() && Untouched(carried.prefill_counters, *prefill) &&
+         Untouched(carried.decode_counters, *decode);
+}
+
 }  // namespace
 
 absl::StatusOr<Counters> CacheReset(StageEnv& env, const v1::Experiment& e) {
   const absl::Time deadline = env.clock.Now() + FromDuration(e.spec().limits().warmup_timeout());
-  const std::string check_prompt = CacheCheckPrompt(e.id());
-  SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance prefill,
-                            RequireInstance(env.store, v1::SIDE_PREFILL));
-  SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance decode,
-                            RequireInstance(env.store, v1::SIDE_DECODE));
-  // The two sides reset independently, so at the same time: the stage costs
-  // the slower side, not the sum.
-  auto decode_reset = std::async(
-      std::launch::async, [&] { return ConfirmedReset(env, decode, check_prompt, deadline); });
-  absl::StatusOr<ResetOutcome> prefill_reset = ConfirmedReset(env, prefill, check_prompt, deadline);
-  absl::StatusOr<ResetOutcome> decode_result = decode_reset.get();
-  SERVELAB_RETURN_IF_ERROR(prefill_reset.status());
-  SERVELAB_RETURN_IF_ERROR(decode_result.status());
-  return Counters{{"prefill_reset_attempts", prefill_reset->attempts},
-                  {"prefill_cache_check_requests", prefill_reset->cache_check_requests},
-                  {"decode_reset_attempts", decode_result->attempts},
-                  {"decode_cache_check_requests", decode_result->cache_check_requests}};
+  SERVELAB_ASSIGN_OR_RETURN(BothSides sides, RequireBothSides(env.store));
+  // A record of caches reset ahead is used once, whatever it shows.
+  std::optional<EmptyCaches> carried;
+  if (env.empty_caches != nullptr) std::swap(carried, *env.empty_caches);
+  if (carried.has_value() && StillEmpty(env, *carried, sides)) {
+    return Counters{{"reset_ahead", 1},
+                    {"prefill_reset_attempts", 0},
+                    {"prefill_cache_check_requests", 0},
+                    {"decode_reset_attempts", 0},
+                    {"decode_cache_check_requests", 0}};
+  }
+  SERVELAB_ASSIGN_OR_RETURN(auto outcomes,
+                            ResetBothSides(env, sides, CacheCheckPrompt(e.id()), deadline));
+  return Counters{{"reset_ahead", 0},
+                  {"prefill_reset_attempts", outcomes.first.attempts},
+                  {"prefill_cache_check_requests", outcomes.first.cache_check_requests},
+                  {"decode_reset_attempts", outcomes.second.attempts},
+                  {"decode_cache_check_requests", outcomes.second.cache_check_requests}};
+}
+
+absl::StatusOr<EmptyCaches> ResetCachesAhead(StageEnv& env, const v1::Experiment& e,
+                                             absl::Duration budget) {
+  const absl::Time deadline =
+      env.clock.Now() + std::min(budget, FromDuration(e.spec().limits().warmup_timeout()));
+  SERVELAB_ASSIGN_OR_RETURN(BothSides sides, RequireBothSides(env.store));
+  SERVELAB_ASSIGN_OR_RETURN(
+      auto outcomes,
+      ResetBothSides(env, sides, CacheCheckPrompt(absl::StrCat(e.id(), "-next")), deadline));
+  auto [prefill, decode] = OnBothSides(sides.prefill, sides.decode, [&](const auto& instance) {
+    return env.instances.Scrape(instance);
+  });
+  SERVELAB_RETURN_IF_ERROR(prefill.status());
+  SERVELAB_RETURN_IF_ERROR(decode.status());
+  return EmptyCaches{.after_experiment = e.id(),
+                     .prefill = sides.prefill,
+                     .decode = sides.decode,
+                     .prefill_counters = *prefill,
+                     .decode_counters = *decode,
+                     .prefill_check_requests = outcomes.first.cache_check_requests,
+                     .decode_check_requests = outcomes.second.cache_check_requests};
 }
 
 absl::StatusOr<Counters> CacheSeed(StageEnv& env, const v1::Experiment& e) {

@@ -352,4 +352,25 @@ absl::StatusOr<Counters> DrainConfirm(StageEnv& env, const v1::Experiment& e) {
   }
 }
 
+namespace {
+
+// At most this long is spent resetting the caches ahead; past it the next
+// experiment's cache_reset does the whole reset itself.
+constexpr absl::Duration kResetAheadBudget = absl::Seconds(5);
+
+}  // namespace
+
+absl::StatusOr<Counters> DrainConfirmStage(StageEnv& env, const v1::Experiment& e) {
+  SERVELAB_ASSIGN_OR_RETURN(Counters counters, DrainConfirm(env, e));
+  if (env.empty_caches == nullptr) return counters;
+  const absl::Time start = env.clock.Now();
+  absl::StatusOr<EmptyCaches> reset = ResetCachesAhead(env, e, kResetAheadBudget);
+  *env.empty_caches = reset.ok() ? std::optional<EmptyCaches>(*reset) : std::nullopt;
+  counters["caches_reset_ahead"] = reset.ok() ? 1 : 0;
+  counters["reset_ahead_seconds"] = absl::ToDoubleSeconds(env.clock.Now() - start);
+  counters["prefill_cache_check_requests"] = reset.ok() ? reset->prefill_check_requests : 0;
+  counters["decode_cache_check_requests"] = reset.ok() ? reset->decode_check_requests : 0;
+  return counters;
+}
+
 }  // namespace servelab::core

@@ -387,6 +387,7 @@ void StageRunner::RunLane(const std::string& id, absl::Time released) {
     return FailExperiment(id, v1::STAGE_LAUNCH_PREFILL, status);
   }
   StageEnv env = Env(*cancel);
+  env.empty_caches = &empty_caches_;
   absl::Status formal_error;
   bool formal_started = false;
   for (const StageInfo& info : StageTable()) {

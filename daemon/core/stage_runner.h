@@ -160,6 +160,9 @@ class StageRunner : public ExperimentExecutor {
   LoadDriver& load_;
   RunnerMetrics& metrics_;
   const Options options_;
+  // Caches the lane reset after the last drained load; only the lane thread
+  // touches it, so it needs no lock.
+  std::optional<EmptyCaches> empty_caches_;
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -382,6 +382,55 @@ TEST_F(StageRunnerTest, DecodeDeltaRelaunchesDecodeOnly) {
   EXPECT_EQ(instances_.launches[v1::SIDE_DECODE], 2);
 }
 
+// The caches are reset right after a drained load, so the next
+// experiment's cache_reset only checks that nothing touched them since.
+TEST_F(StageRunnerTest, ADrainedLoadLeavesTheCachesResetForTheNextExperiment) {
+  runner_.Start();
+  v1::Experiment base = WaitFinal(Submit("", {}).id());
+  ASSERT_EQ(base.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << base.blocker();
+  EXPECT_EQ(StageOf(base, v1::STAGE_CACHE_RESET).counters().at("reset_ahead"), 0);
+  EXPECT_EQ(StageOf(base, v1::STAGE_DRAIN_CONFIRM).counters().at("caches_reset_ahead"), 1);
+  EXPECT_EQ(instances_.reset_calls[v1::SIDE_PREFILL], 2);  // Its own, and the one ahead.
+  absl::StatusOr<v1::Summary> summary = plane_.Summary();
+  ASSERT_THAT(summary, IsOk());
+  EXPECT_THAT(summary->hot_deployment().cache_state(),
+              HasSubstr("empty: reset after " + base.id() + "'s formal load drained"));
+
+  v1::Experiment e = WaitFinal(Submit(base.id(), {"workload.concurrency=8"}).id());
+  ASSERT_EQ(e.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << e.blocker();
+  const v1::Stage& reset = StageOf(e, v1::STAGE_CACHE_RESET);
+  EXPECT_EQ(reset.counters().at("reset_ahead"), 1);
+  EXPECT_EQ(reset.counters().at("prefill_reset_attempts"), 0);
+  EXPECT_EQ(reset.counters().at("decode_cache_check_requests"), 0);
+  // Only the reset ahead of whatever comes next.
+  EXPECT_EQ(instances_.reset_calls[v1::SIDE_PREFILL], 3);
+  EXPECT_EQ(instances_.reset_calls[v1::SIDE_DECODE], 3);
+}
+
+// A request that reached an instance after the reset ahead (its counters
+// moved), or a relaunched side, gets the whole confirmed reset.
+TEST_F(StageRunnerTest, ACacheTouchedOrRelaunchedSinceTheResetAheadIsResetAgain) {
+  runner_.Start();
+  v1::Experiment base = WaitFinal(Submit("", {}).id());
+  ASSERT_EQ(base.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << base.blocker();
+  {
+    absl::MutexLock lock(&instances_.mu);
+    instances_.counters[v1::SIDE_PREFILL].prompt_tokens += 100;
+    instances_.counters[v1::SIDE_PREFILL].prefix_cache_queries += 100;
+  }
+  v1::Experiment touched = WaitFinal(Submit(base.id(), {"workload.concurrency=8"}).id());
+  ASSERT_EQ(touched.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << touched.blocker();
+  EXPECT_EQ(StageOf(touched, v1::STAGE_CACHE_RESET).counters().at("reset_ahead"), 0);
+  EXPECT_EQ(StageOf(touched, v1::STAGE_CACHE_RESET).counters().at("prefill_reset_attempts"), 1);
+
+  v1::Experiment relaunched =
+      WaitFinal(Submit(base.id(), {"deployment.decode.max_num_seqs=64"}).id());
+  ASSERT_EQ(relaunched.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << relaunched.blocker();
+  EXPECT_EQ(StageOf(relaunched, v1::STAGE_LAUNCH_DECODE).status(), v1::STAGE_STATUS_SUCCEEDED);
+  EXPECT_EQ(StageOf(relaunched, v1::STAGE_CACHE_RESET).counters().at("reset_ahead"), 0);
+  EXPECT_EQ(StageOf(relaunched, v1::STAGE_CACHE_RESET).counters().at("decode_reset_attempts"), 1);
+}
+
 TEST_F(StageRunnerTest, AnalysisFailureResumesWithoutSendingRequests) {
   runner_.Start();
   v1::Experiment e =

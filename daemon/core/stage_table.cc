@@ -26,7 +26,7 @@ const std::vector<StageInfo>& StageTable() {
       {v1::STAGE_CACHE_RESET, kLane, kPrepare, v1::SIDE_UNSPECIFIED, &CacheReset},
       {v1::STAGE_CACHE_SEED, kLane, kPrepare, v1::SIDE_UNSPECIFIED, &CacheSeed},
       {v1::STAGE_FORMAL_LOAD, kLane, kLoad, v1::SIDE_UNSPECIFIED, nullptr},
-      {v1::STAGE_DRAIN_CONFIRM, kLane, kDrain, v1::SIDE_UNSPECIFIED, &DrainConfirm},
+      {v1::STAGE_DRAIN_CONFIRM, kLane, kDrain, v1::SIDE_UNSPECIFIED, &DrainConfirmStage},
       {v1::STAGE_ANALYZE, kCpu, kAnalyze, v1::SIDE_UNSPECIFIED, nullptr},
       {v1::STAGE_DECIDE, kCpu, kAnalyze, v1::SIDE_UNSPECIFIED, nullptr},
   };

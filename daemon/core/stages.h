@@ -29,6 +29,18 @@ namespace servelab::core {
 using Counters = std::map<std::string, double>;
 
 // What a stage may use. Borrowed; outlives the stage.
+// Both prefix caches as the lane left them after a drained formal load:
+// reset then (and confirmed), with each side's counters just after. The next
+// cache_reset only has to see the same processes with the same counters to
+// know nothing has touched the caches since (docs/design.md §5).
+struct EmptyCaches {
+  std::string after_experiment;
+  v1::ServingInstance prefill, decode;
+  InstanceCounters prefill_counters, decode_counters;
+  // The reset's cache-check requests, per side (the stage reports them).
+  int prefill_check_requests = 0, decode_check_requests = 0;
+};
+
 struct StageEnv {
   Store& store;
   BaselineIndex& baselines;
@@ -40,6 +52,9 @@ struct StageEnv {
   std::atomic<bool>& cancel;
   absl::Duration stop_grace;
   absl::Duration drain_poll;
+  // The lane's record of caches already reset; null: never reset ahead.
+  // Only the lane thread uses it.
+  std::optional<EmptyCaches>* empty_caches = nullptr;
 };
 
 // Each side's address as far as the spec knows it before launch: loopback,
@@ -63,7 +78,13 @@ absl::StatusOr<Counters> Preflight(StageEnv& env, const v1::Experiment& e);
 absl::StatusOr<Counters> LaunchSide(StageEnv& env, const v1::Experiment& e, v1::Side side);
 absl::StatusOr<Counters> Warmup(StageEnv& env, const v1::Experiment& e);
 absl::StatusOr<Counters> RouteVerify(StageEnv& env, const v1::Experiment& e);
+// Resets both sides' prefix caches, confirmed, unless env.empty_caches shows
+// they are still as a reset after the previous load left them.
 absl::StatusOr<Counters> CacheReset(StageEnv& env, const v1::Experiment& e);
+// After `e`'s load drained: resets both caches now, within `budget`, and
+// returns what the next CacheReset checks instead of resetting again.
+absl::StatusOr<EmptyCaches> ResetCachesAhead(StageEnv& env, const v1::Experiment& e,
+                                             absl::Duration budget);
 absl::StatusOr<Counters> CacheSeed(StageEnv& env, const v1::Experiment& e);
 
 // Progress of the formal load as it runs (sent/completed/failed and the
@@ -74,6 +95,12 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
 // Every instance reports no running and no waiting request within
 // limits.drain_timeout; FAILED_PRECONDITION naming what is still busy.
 absl::StatusOr<Counters> DrainConfirm(StageEnv& env, const v1::Experiment& e);
+// The drain_confirm stage: DrainConfirm, then, with the lane's record
+// (env.empty_caches), the caches reset while the instances are known idle,
+// so the next experiment's cache_reset needs one scrape per side instead of
+// a confirmed reset (docs/design.md §5). A reset that fails here costs only
+// its time: the next cache_reset then resets as ever.
+absl::StatusOr<Counters> DrainConfirmStage(StageEnv& env, const v1::Experiment& e);
 
 // Reads the stored formal records of the latest attempt (or of
 // plan.raw_records_from) and analyzes them.

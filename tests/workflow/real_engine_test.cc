@@ -132,9 +132,12 @@ TEST_P(RealEngineTest, BaseThenConcurrencyDeltaThenDecodeDelta) {
     EXPECT_EQ(StageOf(c8, s).status(), v1::STAGE_STATUS_REUSED) << v1::StageName_Name(s);
   }
   EXPECT_TRUE(Alive(prefill_pid) && Alive(decode_pid));
-  // P saw the formal load, the seeds and the reset's check requests, and no warmup.
+  // P saw the formal load, the seeds and the resets' check requests (before
+  // the load, none when the base's drain reset ahead; after c8's drain, the
+  // reset ahead), and no warmup.
   EXPECT_EQ(MetricSum(prefill_port, c.request_metric) - prefill_requests,
-            64 + 4 + Counter(c8, v1::STAGE_CACHE_RESET, "prefill_cache_check_requests"));
+            64 + 4 + Counter(c8, v1::STAGE_CACHE_RESET, "prefill_cache_check_requests") +
+                Counter(c8, v1::STAGE_DRAIN_CONFIRM, "prefill_cache_check_requests"));
   // The proxy dropped x-servelab-load; the load tag still reached decode in
   // the body's `user` field.
   YAML::Node loads = YAML::Load(HttpBody(decode_port, "/debug/loads"))["loads"];

@@ -66,9 +66,13 @@ TEST_F(WorkflowTest, BaseThenConcurrencyDeltaThenDecodeDelta) {
   EXPECT_TRUE(loads[c8.id() + "/formal/1"].IsDefined());
   EXPECT_FALSE(loads[c8.id() + "/warmup/1"].IsDefined());
   EXPECT_TRUE(loads[base.id() + "/warmup/1"].IsDefined());
-  // Formal + one seed request per prefix group + the cache reset's check requests
-  // (one to cache the check prompt, one to see it no longer hits).
-  EXPECT_EQ(Counter(c8, v1::STAGE_CACHE_RESET, "prefill_cache_check_requests"), 2);
+  // The base's drain left the caches reset; c8 only checked they still were.
+  EXPECT_EQ(Counter(c8, v1::STAGE_CACHE_RESET, "reset_ahead"), 1);
+  EXPECT_EQ(Counter(c8, v1::STAGE_CACHE_RESET, "prefill_cache_check_requests"), 0);
+  // Formal + one seed request per prefix group + the check requests of the
+  // reset ahead at c8's own drain (one to cache the check prompt, one to see
+  // it no longer hits).
+  EXPECT_EQ(Counter(c8, v1::STAGE_DRAIN_CONFIRM, "prefill_cache_check_requests"), 2);
   EXPECT_EQ(MetricSum(prefill_port, "vllm:request_success_total") - prefill_requests, 96 + 4 + 2);
 
   // 3. A decode-side delta relaunches decode only.
