@@ -3,6 +3,14 @@
 # Tests that drive the real binaries read their paths from SERVELAB_BIN_DIR.
 include(GoogleTest)
 
+# A test's time limit. Under a sanitizer (deploy/test.sh --sanitize) every
+# process the test starts runs 2-15x slower; the longest test takes 90 s.
+if(SERVELAB_SANITIZE STREQUAL "")
+  set(SERVELAB_TEST_TIMEOUT 300)
+else()
+  set(SERVELAB_TEST_TIMEOUT 1800)
+endif()
+
 function(servelab_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
@@ -10,5 +18,5 @@ function(servelab_test name)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} servelab_testing GTest::gmock_main)
   target_compile_definitions(${name} PRIVATE SERVELAB_BIN_DIR="${CMAKE_BINARY_DIR}/bin"
                                              SERVELAB_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT ${SERVELAB_TEST_TIMEOUT})
 endfunction()

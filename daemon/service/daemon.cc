@@ -124,8 +124,12 @@ void InitGrpcOnce() {
 
 }  // namespace
 
-Daemon::Daemon(DaemonOptions options, std::string state_dir, ListenAddress listen)
-    : options_(std::move(options)), state_dir_(std::move(state_dir)), listen_(std::move(listen)) {}
+Daemon::Daemon(DaemonOptions options, std::string state_dir, ListenAddress listen,
+               std::optional<ListenAddress> metrics_listen)
+    : options_(std::move(options)),
+      state_dir_(std::move(state_dir)),
+      listen_(std::move(listen)),
+      metrics_listen_(std::move(metrics_listen)) {}
 
 Daemon::~Daemon() { Shutdown(absl::ZeroDuration()); }
 
@@ -157,7 +161,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& opti
   }
 
   SERVELAB_RETURN_IF_ERROR(MakeStateDir(state_dir));
-  auto daemon = std::unique_ptr<Daemon>(new Daemon(options, state_dir, std::move(listen)));
+  auto daemon = std::unique_ptr<Daemon>(
+      new Daemon(options, state_dir, std::move(listen), std::move(metrics)));
   daemon->tls_cert_pem_ = std::move(tls_cert_pem);
   daemon->tls_key_pem_ = std::move(tls_key_pem);
   SERVELAB_ASSIGN_OR_RETURN(daemon->lock_,
@@ -204,9 +209,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& opti
 }
 
 absl::Status Daemon::Start() {
-  if (!options_.metrics_listen.empty()) {
-    SERVELAB_ASSIGN_OR_RETURN(ListenAddress metrics_address,
-                              ParseHostPort(options_.metrics_listen, options_.allow_remote));
+  if (metrics_listen_.has_value()) {
+    ListenAddress metrics_address = *metrics_listen_;
     const bool https = MetricsNeedTls(metrics_address);
     SERVELAB_RETURN_IF_ERROR(https ? metrics_->ListenTls(metrics_address.host, metrics_address.port,
                                                          tls_cert_pem_, tls_key_pem_)

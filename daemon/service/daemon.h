@@ -27,6 +27,7 @@
 #define SERVELAB_DAEMON_SERVICE_DAEMON_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -116,7 +117,8 @@ class Daemon {
   std::shared_ptr<grpc::Channel> InProcessChannel();
 
  private:
-  Daemon(DaemonOptions options, std::string state_dir, ListenAddress listen);
+  Daemon(DaemonOptions options, std::string state_dir, ListenAddress listen,
+         std::optional<ListenAddress> metrics_listen);
   // TLS from --tls-cert/--tls-key, else plain text (loopback only).
   std::shared_ptr<grpc::ServerCredentials> ServerCredentials() const;
   // The stage runner lost a ledger write: NOT_SERVING from now on.
@@ -126,6 +128,8 @@ class Daemon {
   const DaemonOptions options_;
   const std::string state_dir_;  // Absolute.
   const ListenAddress listen_;
+  // --metrics-listen parsed at Create; none: no /metrics endpoint.
+  const std::optional<ListenAddress> metrics_listen_;
   // PEM contents of --tls-cert / --tls-key, read at Create; empty: plain text.
   std::string tls_cert_pem_;
   std::string tls_key_pem_;

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "servelab/v1/service.grpc.pb.h"
+#include "tests/testing/sanitizer.h"
 #include "tests/workflow/daemon_fixture.h"
 
 namespace servelab {
@@ -148,10 +149,10 @@ TEST_F(RpcLimitsTest, TenThousandWatchesGetTheLimitAndNonReadersKeepMemoryBounde
       static_cast<long long>(rss_before), static_cast<long long>(rss_open), kWatchLimit,
       static_cast<long long>(rss_later));
   // A fixed cost per open stream (gRPC's own buffers, about 250 KiB here)...
-  EXPECT_LT(rss_open - rss_before, 512 * 1024);
+  EXPECT_LT(rss_open - rss_before, 512 * 1024 * testing::kSanitizerMemoryFactor);
   // ...and flat while progress the watches cannot take keeps being committed
   // (a queue per watch would grow by a snapshot per update).
-  EXPECT_LT(rss_later - rss_open, 32 * 1024);
+  EXPECT_LT(rss_later - rss_open, 32 * 1024 * testing::kSanitizerMemoryFactor);
 
   // Slots come back: cancel the open watches, then a new one is accepted.
   for (int i = 0; i < kWatchesTried; ++i) {
