@@ -281,9 +281,8 @@ int Run(const std::string& spec_path, int deltas, double time_scale,
               Percentile(first_formal, 0.9), p99, Percentile(first_formal, 1.0), median_target,
               cached ? "" : absl::StrFormat(", <= %.0f p99", kTargetZeroCacheP99Ms).c_str(),
               met ? "MET" : "MISSED");
-  std::printf(
-      "  (daemon's first_formal_request_delay from submitted_at: median %.2f, max %.2f)\n",
-      Percentile(first_delay, 0.5), Percentile(first_delay, 1.0));
+  std::printf("  (daemon's first_formal_request_delay from submitted_at: median %.2f, max %.2f)\n",
+              Percentile(first_delay, 0.5), Percentile(first_delay, 1.0));
   if (!seed_wall.empty()) {
     // What P1b adds to P1 that is the engine's work, not the controller's.
     std::printf(

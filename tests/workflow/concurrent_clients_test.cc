@@ -20,6 +20,7 @@
 #include "absl/strings/strip.h"
 #include "google/protobuf/util/time_util.h"
 #include "servelab/v1/experiment.pb.h"
+#include "tests/testing/sanitizer.h"
 #include "tests/workflow/daemon_fixture.h"
 #include "yaml-cpp/yaml.h"
 
@@ -98,7 +99,8 @@ class ConcurrentClientsTest : public DaemonFixture {
     // Resumes come after the client's own submissions: each waits its turn.
     for (const Submitted& s : done) {
       if (s.action != Action::kFailAnalysisThenResume) continue;
-      RunResult failed = Cli({"wait", s.id, "--until", "done", "--timeout", "300s"});
+      RunResult failed = Cli({"wait", s.id, "--until", "done", "--timeout",
+                              absl::StrCat(300 * testing::kSanitizerTimeFactor, "s")});
       EXPECT_EQ(failed.exit_code, 8) << s.id << " was to fail its analysis: " << failed.err;
       RunResult resumed =
           Cli({"resume", s.id, "--set", "analysis.decision.metric=output_tokens_per_second"});

@@ -13,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
 #include "tests/daemon/http_get.h"
+#include "tests/testing/sanitizer.h"
 
 namespace servelab {
 
@@ -68,7 +69,7 @@ void DaemonFixture::KillDaemon() {
 
 RunResult DaemonFixture::Cli(std::vector<std::string> args) {
   args.insert(args.begin(), {BinPath("servelab"), "--addr", addr_});
-  return testing::Run(args, {}, absl::Seconds(120));
+  return testing::Run(args, {}, absl::Seconds(120) * testing::kSanitizerTimeFactor);
 }
 
 v1::Experiment DaemonFixture::Parse(const RunResult& r) {
@@ -94,7 +95,8 @@ v1::Experiment DaemonFixture::Status(const std::string& id) {
 }
 
 v1::Experiment DaemonFixture::WaitFinal(const std::string& id) {
-  RunResult r = Cli({"wait", id, "--until", "done", "--timeout", "100s"});
+  RunResult r = Cli({"wait", id, "--until", "done", "--timeout",
+                     absl::StrCat(100 * testing::kSanitizerTimeFactor, "s")});
   EXPECT_NE(r.exit_code, 7) << "timed out: " << r.err;
   return Status(id);
 }
