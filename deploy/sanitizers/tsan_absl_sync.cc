@@ -37,8 +37,9 @@ Fn Real(const char* rest, const char* nested = "N") {
   return reinterpret_cast<Fn>(f);
 }
 
-// A condition the library evaluates after it took the lock again, out of
-// TSan's sight: acquire first, then evaluate the caller's condition.
+// A condition the library evaluates under the lock, out of TSan's sight, on
+// the waiting thread or on the one unlocking: acquire first, and release
+// after, since the library may then give the lock up without a call here.
 struct AcquiringCondition {
   absl::Mutex* mu;
   const absl::Condition* cond;
@@ -47,7 +48,9 @@ struct AcquiringCondition {
 bool EvalAcquired(void* arg) {
   auto* c = static_cast<AcquiringCondition*>(arg);
   __tsan_acquire(c->mu);
-  return c->cond->Eval();
+  const bool met = c->cond->Eval();
+  __tsan_release(c->mu);
+  return met;
 }
 
 }  // namespace
@@ -87,8 +90,8 @@ void Mutex::ReaderUnlock() {
 }
 
 void Mutex::LockWhen(const Condition& cond) {
-  static const auto real = Real<void (*)(Mutex*, const Condition&)>(
-      "5Mutex8LockWhenERKNS0_9ConditionE");
+  static const auto real =
+      Real<void (*)(Mutex*, const Condition&)>("5Mutex8LockWhenERKNS0_9ConditionE");
   AcquiringCondition acquiring{this, &cond};
   real(this, Condition(&EvalAcquired, &acquiring));
   __tsan_acquire(this);
