@@ -28,11 +28,10 @@ namespace servelab::core {
 
 using Counters = std::map<std::string, double>;
 
-// What a stage may use. Borrowed; outlives the stage.
 // Both prefix caches as the lane left them after a drained formal load:
 // reset then (and confirmed), with each side's counters just after. The next
 // cache_reset only has to see the same processes with the same counters to
-// know nothing has touched the caches since (docs/design.md §5).
+// know nothing has touched the caches since (docs/design.md §9).
 struct EmptyCaches {
   std::string after_experiment;
   v1::ServingInstance prefill, decode;
@@ -41,6 +40,7 @@ struct EmptyCaches {
   int prefill_check_requests = 0, decode_check_requests = 0;
 };
 
+// What a stage may use. Borrowed; outlives the stage.
 struct StageEnv {
   Store& store;
   BaselineIndex& baselines;
