@@ -399,8 +399,7 @@ absl::StatusOr<EmptyCaches> ResetCachesAhead(StageEnv& env, const v1::Experiment
   });
   SERVELAB_RETURN_IF_ERROR(prefill.status());
   SERVELAB_RETURN_IF_ERROR(decode.status());
-  return EmptyCaches{.after_experiment = e.id(),
-                     .prefill = sides.prefill,
+  return EmptyCaches{.prefill = sides.prefill,
                      .decode = sides.decode,
                      .prefill_counters = *prefill,
                      .decode_counters = *decode,

@@ -33,7 +33,6 @@ using Counters = std::map<std::string, double>;
 // cache_reset only has to see the same processes with the same counters to
 // know nothing has touched the caches since (docs/design.md §9).
 struct EmptyCaches {
-  std::string after_experiment;
   v1::ServingInstance prefill, decode;
   InstanceCounters prefill_counters, decode_counters;
   // The reset's cache-check requests, per side (the stage reports them).
