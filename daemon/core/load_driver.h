@@ -71,7 +71,8 @@ class LoadDriver {
 
   // Blocks until the load ends. `on_records` gets every batch (called from
   // one thread; an error cancels the load and is returned); `on_tick` gets
-  // progress at least every 100 ms. UNAVAILABLE with zero requests sent when
+  // progress at least every 100 ms, from another thread, at the same time
+  // as `on_records` may run. UNAVAILABLE with zero requests sent when
   // the endpoint does not answer its endpoint check.
   virtual absl::StatusOr<LoadOutcome> Run(
       const LoadJob& job,

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "common/crash_points.h"
 #include "common/labels.h"
 #include "common/status_macros.h"
@@ -200,6 +201,14 @@ std::optional<absl::Time> EarliestSend(const std::vector<v1::RequestRecord>& rec
 
 namespace {
 
+// The formal load's progress. The load reports from two threads at once
+// (records from its writer, ticks from its watcher: load_driver.h), and each
+// changes the progress and then reports it; the lock makes that one step.
+struct SharedProgress {
+  absl::Mutex mu;
+  v1::Progress progress ABSL_GUARDED_BY(mu);
+};
+
 // Tallies over the runs of one formal attempt (workload.repeats).
 struct FormalTotals {
   int64_t sent = 0;
@@ -226,7 +235,7 @@ absl::Status PrepareRepeat(StageEnv& env, const v1::Experiment& e, int repeat) {
 // One run of the formal load; its records carry `repeat`.
 absl::StatusOr<LoadOutcome> RunFormalRepeat(StageEnv& env, const v1::Experiment& e, int attempt,
                                             int repeat, const v1::ServingInstance& router,
-                                            v1::Progress& progress, const FormalTotals& before,
+                                            SharedProgress& shared, const FormalTotals& before,
                                             const ProgressFn& on_progress) {
   const absl::Duration deadline = FromDuration(e.spec().limits().formal_deadline());
   const bool several = e.spec().workload().repeats() > 1;
@@ -244,6 +253,8 @@ absl::StatusOr<LoadOutcome> RunFormalRepeat(StageEnv& env, const v1::Experiment&
     SERVELAB_RETURN_IF_ERROR(env.store.AppendRequests(stamped));
     CrashPoint("records.batch.after");
     std::optional<absl::Time> first_sent = EarliestSend(records);
+    absl::MutexLock lock(&shared.mu);
+    v1::Progress& progress = shared.progress;
     if (first_sent.has_value() && !progress.has_first_formal_request_at()) {
       *progress.mutable_first_formal_request_at() = ToTimestamp(*first_sent);
       *progress.mutable_first_formal_request_delay() = TimeUtil::NanosecondsToDuration(
@@ -255,9 +266,10 @@ absl::StatusOr<LoadOutcome> RunFormalRepeat(StageEnv& env, const v1::Experiment&
     return absl::OkStatus();
   };
   auto on_tick = [&](const LoadTick& tick) {
-    SetTallies(progress, before.sent + tick.sent, before.completed + tick.completed,
+    absl::MutexLock lock(&shared.mu);
+    SetTallies(shared.progress, before.sent + tick.sent, before.completed + tick.completed,
                before.failed + tick.failed);
-    on_progress(progress, false);
+    on_progress(shared.progress, false);
   };
   SERVELAB_ASSIGN_OR_RETURN(LoadOutcome outcome,
                             env.load.Run(job, on_records, on_tick, env.cancel));
@@ -292,8 +304,12 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
   if (absl::StatusOr<InstanceCounters> c = env.instances.Scrape(*prefill); c.ok()) before = *c;
 
   const int repeats = std::max(1, e.spec().workload().repeats());
-  v1::Progress progress = e.progress();
-  SetTallies(progress, 0, 0, 0);
+  SharedProgress shared;
+  {
+    absl::MutexLock lock(&shared.mu);
+    shared.progress = e.progress();
+    SetTallies(shared.progress, 0, 0, 0);
+  }
   FormalTotals totals;
   Counters counters{{"attempt", attempt}, {"repeats", repeats}};
   absl::Status failed;
@@ -301,7 +317,7 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
     if (repeat > 1) failed = PrepareRepeat(env, e, repeat);
     if (!failed.ok()) break;
     absl::StatusOr<LoadOutcome> outcome =
-        RunFormalRepeat(env, e, attempt, repeat, *router, progress, totals, on_progress);
+        RunFormalRepeat(env, e, attempt, repeat, *router, shared, totals, on_progress);
     if (!outcome.ok()) {
       failed = outcome.status();
       break;
@@ -311,8 +327,11 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
     counters[repeats > 1 ? absl::StrCat("run_", repeat, "_wall_seconds") : "wall_seconds"] =
         absl::ToDoubleSeconds(outcome->wall);
   }
-  SetTallies(progress, totals.sent, totals.completed, totals.failed);
-  on_progress(progress, true);
+  {
+    absl::MutexLock lock(&shared.mu);
+    SetTallies(shared.progress, totals.sent, totals.completed, totals.failed);
+    on_progress(shared.progress, true);
+  }
   counters["sent"] = static_cast<double>(totals.sent);
   counters["completed"] = static_cast<double>(totals.completed);
   counters["failed"] = static_cast<double>(totals.failed);

@@ -143,6 +143,13 @@ class FakeLoad : public LoadDriver {
     absl::MutexLock lock(&mu);
     formal_interval_ = interval;
   }
+  // Formal loads report each record alone, while another thread ticks all
+  // along, as the real driver's writer and watcher threads do.
+  void TickWhileRecording() {
+    absl::MutexLock lock(&mu);
+    tick_while_recording_ = true;
+  }
+  int ticks_while_recording() { return ticks_while_recording_.load(); }
   // Called after each formal load, before it returns.
   void AfterFormal(std::function<void()> fn) {
     absl::MutexLock lock(&mu);
@@ -213,7 +220,7 @@ class FakeLoad : public LoadDriver {
       sent[job.phase] += n;
       tags.push_back(job.load_tag);
     }
-    if (absl::Status s = on_records(records); !s.ok()) return s;
+    if (absl::Status s = Report(job, records, on_records, on_tick); !s.ok()) return s;
     on_tick(LoadTick{n, n, 0});
     if (after) after();
     return LoadOutcome{.planned = planned,
@@ -245,6 +252,33 @@ class FakeLoad : public LoadDriver {
     }
   }
 
+  absl::Status Report(
+      const LoadJob& job, const std::vector<v1::RequestRecord>& records,
+      const std::function<absl::Status(const std::vector<v1::RequestRecord>&)>& on_records,
+      const std::function<void(const LoadTick&)>& on_tick) {
+    bool concurrent = false;
+    {
+      absl::MutexLock lock(&mu);
+      concurrent = tick_while_recording_ && job.phase == v1::PHASE_FORMAL;
+    }
+    if (!concurrent) return on_records(records);
+    std::atomic<bool> recorded{false};
+    std::thread ticker([&] {
+      const int64_t n = static_cast<int64_t>(records.size());
+      while (!recorded.load()) {
+        on_tick(LoadTick{n, 0, 0});
+        ++ticks_while_recording_;
+      }
+    });
+    absl::Status status;
+    for (const v1::RequestRecord& r : records) {
+      if (status = on_records({r}); !status.ok()) break;
+    }
+    recorded = true;
+    ticker.join();
+    return status;
+  }
+
   bool HeldUntilCancelled() {
     absl::MutexLock lock(&mu);
     return hold_formal_ && hold_until_cancelled_;
@@ -257,6 +291,8 @@ class FakeLoad : public LoadDriver {
   std::vector<std::string> tags;
   bool hold_formal_ = false;
   bool hold_until_cancelled_ = false;
+  bool tick_while_recording_ = false;
+  std::atomic<int> ticks_while_recording_{0};
   int formal_started_ = 0;
   absl::Duration formal_interval_;
   std::function<void()> after_formal_;
@@ -352,6 +388,22 @@ TEST_F(StageRunnerTest, BaseExperimentRunsEveryStage) {
   EXPECT_EQ(summary->lane_owner(), "");
   EXPECT_EQ(summary->hot_deployment().experiment_id(), e.id());
   EXPECT_THAT(summary->hot_deployment().cache_state(), HasSubstr(e.id() + "'s formal load"));
+}
+
+// The real driver reports records from its writer thread and ticks from
+// its watcher thread at the same time (load_driver.h), and both change the
+// formal load's progress. Under TSan (deploy/test.sh --sanitize thread) a
+// progress changed without a lock is a reported race; servelabd had one.
+TEST_F(StageRunnerTest, RecordsAndTicksFromTwoThreadsAtOnceKeepTheProgressWhole) {
+  load_.TickWhileRecording();
+  runner_.Start();
+  v1::Experiment e = WaitFinal(Submit("", {}).id());
+  ASSERT_EQ(e.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << e.blocker();
+  EXPECT_GT(load_.ticks_while_recording(), 0);
+  EXPECT_EQ(e.progress().formal_requests_sent(), 20);
+  EXPECT_EQ(e.progress().formal_requests_completed(), 20);
+  EXPECT_TRUE(e.progress().has_first_formal_request_at());
+  EXPECT_TRUE(e.progress().has_first_formal_request_delay());
 }
 
 TEST_F(StageRunnerTest, ConcurrencyDeltaReusesLaunchWarmupAndRoute) {
