@@ -270,6 +270,8 @@ class FakeLoad : public LoadDriver {
         ++ticks_while_recording_;
       }
     });
+    // The records go out while the ticker is known to be ticking.
+    while (ticks_while_recording_.load() == 0) std::this_thread::yield();
     absl::Status status;
     for (const v1::RequestRecord& r : records) {
       if (status = on_records({r}); !status.ok()) break;
