@@ -97,6 +97,8 @@ class WorldFaultsTest : public DaemonFixture {
   }
 };
 
+TEST_F(WorldFaultsTest, PrefillDiesUnderTheLoad) { DiesUnderTheLoad(v1::STAGE_LAUNCH_PREFILL); }
+
 TEST_F(WorldFaultsTest, DecodeDiesUnderTheLoad) { DiesUnderTheLoad(v1::STAGE_LAUNCH_DECODE); }
 
 TEST_F(WorldFaultsTest, RouterDiesUnderTheLoad) { DiesUnderTheLoad(v1::STAGE_LAUNCH_ROUTER); }
