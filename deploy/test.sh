@@ -33,7 +33,8 @@ show_reports() {
 # Runs the unit-test programs of build dir $1; fails if any fails.
 run_units() {
   local build_dir="$1" failed=()
-  cmake --build "$build_dir" -j2 --target "${UNIT_TESTS[@]}"
+  # Called in an `||` list, where `set -e` does not act: stop on a failed build.
+  cmake --build "$build_dir" -j2 --target "${UNIT_TESTS[@]}" || return 1
   for t in "${UNIT_TESTS[@]}"; do
     echo "== $build_dir: $t"
     "$build_dir/tests/$t" --gtest_brief=1 || failed+=("$t")
