@@ -172,25 +172,36 @@ absl::StatusOr<int64_t> SqliteDb::QueryInt(std::string_view sql) {
   return stmt.ColumnInt(0);
 }
 
-absl::StatusOr<Transaction> Transaction::Begin(SqliteDb& db, TxnMode mode) {
+absl::StatusOr<Transaction> Transaction::Begin(SqliteDb& db, TxnMode mode, CommitSync sync) {
+  if (sync == CommitSync::kNormal) SERVELAB_RETURN_IF_ERROR(db.Exec("PRAGMA synchronous=NORMAL"));
+  Transaction txn(&db, sync);  // From here on, its destructor restores the level.
   SERVELAB_RETURN_IF_ERROR(
       db.Exec(mode == TxnMode::kImmediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED"));
-  return Transaction(&db);
+  return txn;
 }
 
 Transaction::~Transaction() {
+  if (db_ == nullptr) return;
   // After some errors (SQLITE_FULL, IOERR) sqlite has already rolled back on
   // its own; a second ROLLBACK would only fail.
-  if (db_ != nullptr && !sqlite3_get_autocommit(db_->raw())) {
+  if (!sqlite3_get_autocommit(db_->raw())) {
     sqlite3_exec(db_->raw(), "ROLLBACK", nullptr, nullptr, nullptr);
   }
+  (void)RestoreSync();  // Best effort: nothing to report it to.
+}
+
+absl::Status Transaction::RestoreSync() {
+  if (sync_ == CommitSync::kFull) return absl::OkStatus();
+  return db_->Exec("PRAGMA synchronous=FULL");
 }
 
 absl::Status Transaction::Commit() {
   if (db_ == nullptr) return absl::FailedPreconditionError("transaction already finished");
-  absl::Status status = db_->Exec("COMMIT");
-  if (status.ok()) db_ = nullptr;
-  return status;
+  SERVELAB_RETURN_IF_ERROR(db_->Exec("COMMIT"));
+  // Committed: every later write is synced again, unless it asks otherwise.
+  absl::Status restored = RestoreSync();
+  db_ = nullptr;
+  return restored;
 }
 
 }  // namespace servelab::storage

@@ -135,19 +135,33 @@ enum class TxnMode {
   kDeferred,
 };
 
+// What the commit waits for. The connection is opened with
+// synchronous=FULL; kNormal lowers it for one transaction (under WAL: no
+// fsync at COMMIT; the commit reaches the disk with the next FULL commit or
+// checkpoint, in commit order). SQLite refuses to change the level inside a
+// transaction, so it is chosen at Begin.
+enum class CommitSync { kFull, kNormal };
+
 // Rolls back on destruction unless Commit() succeeded.
 class Transaction {
  public:
-  static absl::StatusOr<Transaction> Begin(SqliteDb& db, TxnMode mode);
-  Transaction(Transaction&& other) noexcept : db_(other.db_) { other.db_ = nullptr; }
+  static absl::StatusOr<Transaction> Begin(SqliteDb& db, TxnMode mode,
+                                           CommitSync sync = CommitSync::kFull);
+  Transaction(Transaction&& other) noexcept : db_(other.db_), sync_(other.sync_) {
+    other.db_ = nullptr;
+  }
   Transaction& operator=(Transaction&&) = delete;
   ~Transaction();
 
   absl::Status Commit();
 
  private:
-  explicit Transaction(SqliteDb* db) : db_(db) {}
+  Transaction(SqliteDb* db, CommitSync sync) : db_(db), sync_(sync) {}
+  // Puts the connection back to FULL after a kNormal transaction.
+  absl::Status RestoreSync();
+
   SqliteDb* db_;  // Null once committed or moved from.
+  CommitSync sync_;
 };
 
 }  // namespace servelab::storage

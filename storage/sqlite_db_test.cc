@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <map>
+#include <memory>
 #include <string>
 
 #include "tests/testing/status_matchers.h"
@@ -14,6 +17,51 @@ namespace {
 using ::servelab::testing::IsOk;
 using ::servelab::testing::StatusIs;
 using ::testing::HasSubstr;
+
+// Counts the fsyncs SQLite asks for (xSync) on connections opened while it
+// is registered, as the default VFS. Files are opened by the real VFS; only
+// their xSync is wrapped, so everything else is SQLite's own code.
+class SyncCountingVfs {
+ public:
+  SyncCountingVfs() {
+    base_ = sqlite3_vfs_find(nullptr);
+    vfs_ = *base_;
+    vfs_.zName = "servelab-sync-counting";
+    vfs_.xOpen = &Open;
+    sqlite3_vfs_register(&vfs_, /*makeDflt=*/1);
+  }
+  ~SyncCountingVfs() { sqlite3_vfs_unregister(&vfs_); }
+  int syncs() const { return syncs_.load(); }
+
+ private:
+  // A file type's methods with xSync counted; methods is the first member,
+  // so the wrapped pointer leads back to the original.
+  struct Wrapped {
+    sqlite3_io_methods methods;
+    const sqlite3_io_methods* original;
+  };
+
+  static int Open(sqlite3_vfs*, const char* name, sqlite3_file* file, int flags, int* out_flags) {
+    int rc = base_->xOpen(base_, name, file, flags, out_flags);
+    if (file->pMethods == nullptr) return rc;
+    std::unique_ptr<Wrapped>& wrapped = wrapped_[file->pMethods];
+    if (wrapped == nullptr) {
+      wrapped = std::make_unique<Wrapped>(Wrapped{*file->pMethods, file->pMethods});
+      wrapped->methods.xSync = &Sync;
+    }
+    file->pMethods = &wrapped->methods;
+    return rc;
+  }
+  static int Sync(sqlite3_file* file, int flags) {
+    ++syncs_;
+    return reinterpret_cast<const Wrapped*>(file->pMethods)->original->xSync(file, flags);
+  }
+
+  static inline sqlite3_vfs* base_ = nullptr;
+  static inline std::atomic<int> syncs_{0};
+  static inline std::map<const sqlite3_io_methods*, std::unique_ptr<Wrapped>> wrapped_;
+  sqlite3_vfs vfs_;
+};
 
 class SqliteDbTest : public ::testing::Test {
  protected:
@@ -62,6 +110,45 @@ TEST_F(SqliteDbTest, TransactionRollsBackUnlessCommitted) {
     EXPECT_THAT(txn->Commit(), StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("")));
   }
   EXPECT_EQ(Count(*db, "t"), 1);
+}
+
+// A kNormal commit waits for no fsync; the next kFull one syncs the log,
+// and with it the earlier commit. The connection stays at FULL either way.
+TEST_F(SqliteDbTest, ANormalCommitWaitsForNoFsyncAndTheNextFullOneTakesItToTheDisk) {
+  SyncCountingVfs vfs;
+  auto db = OpenDb();
+  ASSERT_THAT(db->Exec("CREATE TABLE t (x INTEGER)"), IsOk());
+  const int before = vfs.syncs();
+  {
+    auto txn = Transaction::Begin(*db, TxnMode::kImmediate, CommitSync::kNormal);
+    ASSERT_THAT(txn, IsOk());
+    ASSERT_THAT(db->Exec("INSERT INTO t VALUES (1)"), IsOk());
+    ASSERT_THAT(txn->Commit(), IsOk());
+  }
+  EXPECT_EQ(vfs.syncs(), before);
+  EXPECT_EQ(db->QueryInt("PRAGMA synchronous").value(), 2);  // FULL again
+  {
+    auto txn = Transaction::Begin(*db, TxnMode::kImmediate);
+    ASSERT_THAT(txn, IsOk());
+    ASSERT_THAT(db->Exec("INSERT INTO t VALUES (2)"), IsOk());
+    ASSERT_THAT(txn->Commit(), IsOk());
+  }
+  EXPECT_GT(vfs.syncs(), before);
+  db.reset();
+  EXPECT_EQ(Count(*OpenDb(), "t"), 2);
+}
+
+TEST_F(SqliteDbTest, ANormalTransactionRolledBackLeavesTheConnectionAtFull) {
+  auto db = OpenDb();
+  ASSERT_THAT(db->Exec("CREATE TABLE t (x INTEGER)"), IsOk());
+  {
+    auto txn = Transaction::Begin(*db, TxnMode::kImmediate, CommitSync::kNormal);
+    ASSERT_THAT(txn, IsOk());
+    EXPECT_EQ(db->QueryInt("PRAGMA synchronous").value(), 1);  // NORMAL
+    ASSERT_THAT(db->Exec("INSERT INTO t VALUES (1)"), IsOk());
+  }
+  EXPECT_EQ(db->QueryInt("PRAGMA synchronous").value(), 2);
+  EXPECT_EQ(Count(*db, "t"), 0);
 }
 
 TEST_F(SqliteDbTest, StatementsAreCachedAndRebindable) {

@@ -17,6 +17,12 @@ namespace {
 
 using google::protobuf::Timestamp;
 
+// An ordered write commits without an fsync; the next synced one (or a
+// checkpoint) takes it to the disk, in order (core/store.h).
+CommitSync ToCommitSync(core::Durability durability) {
+  return durability == core::Durability::kOrdered ? CommitSync::kNormal : CommitSync::kFull;
+}
+
 // NULL keeps "unset" distinct from the epoch, so messages round-trip exactly.
 void BindTime(Statement& stmt, int index, bool has, const Timestamp& ts) {
   if (has) {
@@ -269,7 +275,8 @@ absl::Status SqliteStore::UpdateExperiment(const v1::Experiment& experiment,
         absl::StrCat("experiment ", experiment.id(), " has no spec_sha256"));
   }
   absl::MutexLock lock(&mu_);
-  SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kImmediate));
+  SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kImmediate,
+                                                                ToCommitSync(event.durability)));
   int64_t seq = 0;
   {
     SERVELAB_ASSIGN_OR_RETURN(Statement find,
@@ -452,12 +459,14 @@ absl::StatusOr<std::vector<core::Event>> SqliteStore::ListEvents(std::string_vie
   return events;
 }
 
-absl::Status SqliteStore::AppendRequests(const std::vector<v1::RequestRecord>& records) {
+absl::Status SqliteStore::AppendRequests(const std::vector<v1::RequestRecord>& records,
+                                         core::Durability durability) {
   if (records.empty()) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
-  // One transaction per batch: one fsync for the batch, and a crash loses at
-  // most the batch in flight.
-  SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kImmediate));
+  // One transaction per batch: at most one fsync for the batch, and a crash
+  // loses at most the batch in flight.
+  SERVELAB_ASSIGN_OR_RETURN(
+      Transaction txn, Transaction::Begin(*db_, TxnMode::kImmediate, ToCommitSync(durability)));
   SERVELAB_ASSIGN_OR_RETURN(Statement insert, db_->Prepare(InsertRequestSql()));
   const std::string* checked_id = nullptr;
   for (const v1::RequestRecord& r : records) {

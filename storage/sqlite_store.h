@@ -75,7 +75,8 @@ class SqliteStore : public core::Store {
       int runs) override;
   absl::StatusOr<std::vector<core::Event>> ListEvents(std::string_view experiment_id) override;
 
-  absl::Status AppendRequests(const std::vector<v1::RequestRecord>& records) override;
+  absl::Status AppendRequests(const std::vector<v1::RequestRecord>& records,
+                              core::Durability durability) override;
   absl::StatusOr<std::vector<v1::RequestRecord>> ListRequests(std::string_view experiment_id,
                                                               v1::Phase phase,
                                                               int attempt) override;

@@ -429,7 +429,9 @@ TEST_F(SqliteStoreTest, ReopenKeepsEverything) {
   e.mutable_result()->set_device_count(16);
   std::string id = Create(e);
   e.set_id(id);
-  ASSERT_THAT(store_->AppendRequests({MakeRecord(id, v1::PHASE_FORMAL, 1, 0)}), IsOk());
+  ASSERT_THAT(
+      store_->AppendRequests({MakeRecord(id, v1::PHASE_FORMAL, 1, 0)}, core::Durability::kSynced),
+      IsOk());
   v1::ServingInstance instance;
   instance.set_side(v1::SIDE_DECODE);
   instance.set_pid(4242);
@@ -457,7 +459,7 @@ TEST_F(SqliteStoreTest, RequestsRoundTrip) {
   batch[0].set_error("connection reset");
   batch[0].set_http_status(0);
   batch[0].set_cached_tokens(-1);  // Not reported.
-  ASSERT_THAT(store_->AppendRequests(batch), IsOk());
+  ASSERT_THAT(store_->AppendRequests(batch, core::Durability::kSynced), IsOk());
 
   auto all = store_->ListRequests(id, v1::PHASE_FORMAL, 0);
   ASSERT_THAT(all, IsOk());
@@ -488,12 +490,13 @@ TEST_F(SqliteStoreTest, DuplicateRequestRollsBackTheWholeBatch) {
   std::vector<v1::RequestRecord> batch = {MakeRecord(id, v1::PHASE_FORMAL, 1, 0),
                                           MakeRecord(id, v1::PHASE_FORMAL, 1, 1),
                                           MakeRecord(id, v1::PHASE_FORMAL, 1, 0)};
-  EXPECT_THAT(store_->AppendRequests(batch),
+  EXPECT_THAT(store_->AppendRequests(batch, core::Durability::kSynced),
               StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("index 0")));
   EXPECT_THAT(*store_->ListRequests(id, v1::PHASE_FORMAL, 0), IsEmpty());
-  EXPECT_THAT(store_->AppendRequests({MakeRecord("exp-99", v1::PHASE_FORMAL, 1, 0)}),
+  EXPECT_THAT(store_->AppendRequests({MakeRecord("exp-99", v1::PHASE_FORMAL, 1, 0)},
+                                     core::Durability::kSynced),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("exp-99")));
-  EXPECT_THAT(store_->AppendRequests({}), IsOk());
+  EXPECT_THAT(store_->AppendRequests({}, core::Durability::kSynced), IsOk());
 }
 
 // Speed is measured in bench/, not here: this checks many large batches land whole.
@@ -506,7 +509,7 @@ TEST_F(SqliteStoreTest, AppendsManyLargeBatches) {
     batch.reserve(kBatch);
     for (int i = 0; i < kBatch; ++i)
       batch.push_back(MakeRecord(id, v1::PHASE_FORMAL, 1, b * kBatch + i));
-    ASSERT_THAT(store_->AppendRequests(batch), IsOk());
+    ASSERT_THAT(store_->AppendRequests(batch, core::Durability::kSynced), IsOk());
   }
   EXPECT_EQ(RawInt("SELECT count(*) FROM requests"), kBatches * kBatch);
 }
@@ -558,7 +561,9 @@ TEST_F(SqliteStoreTest, ConcurrentWritersAreSerialized) {
         ASSERT_THAT(
             store_->CreateExperiment(MakeExperiment("s", "sha"), MakeEvent("submitted", "", 1)),
             IsOk());
-        ASSERT_THAT(store_->AppendRequests({MakeRecord(id, v1::PHASE_FORMAL, t + 1, i)}), IsOk());
+        ASSERT_THAT(store_->AppendRequests({MakeRecord(id, v1::PHASE_FORMAL, t + 1, i)},
+                                           core::Durability::kSynced),
+                    IsOk());
         ASSERT_THAT(store_->ListExperiments({}), IsOk());
       }
     });

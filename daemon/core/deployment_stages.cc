@@ -45,7 +45,9 @@ absl::StatusOr<LoadOutcome> RunAuxiliaryLoad(StageEnv& env, const v1::Experiment
   return env.load.Run(
       job,
       [&](const std::vector<v1::RequestRecord>& records) {
-        return env.store.AppendRequests(records);
+        // Records of a load that prepares, not of the measured one: they
+        // reach the disk with the formal load's first write (store.h).
+        return env.store.AppendRequests(records, Durability::kOrdered);
       },
       [](const LoadTick&) {}, env.cancel);
 }

@@ -29,7 +29,8 @@ Ledger::Ledger(Store& store, Clock& clock) : store_(store), clock_(clock) {}
 absl::StatusOr<v1::Experiment> Ledger::Create(v1::Experiment experiment, const EventText& text,
                                               const std::vector<v1::RequestRecord>& records) {
   absl::MutexLock lock(&write_mu_);
-  Event event{.at = clock_.Now(), .kind = text.kind, .detail = text.detail};
+  Event event{
+      .at = clock_.Now(), .kind = text.kind, .detail = text.detail, .durability = text.durability};
   SERVELAB_ASSIGN_OR_RETURN(std::string id,
                             records.empty()
                                 ? store_.CreateExperiment(experiment, event)
@@ -51,8 +52,11 @@ absl::StatusOr<v1::Experiment> Ledger::Update(std::string_view id, const Mutatio
   SERVELAB_ASSIGN_OR_RETURN(EventText text, mutate(*experiment));
   const absl::Time now = clock_.Now();
   *experiment->mutable_updated_at() = ToTimestamp(now);
-  Event event{
-      .experiment_id = experiment->id(), .at = now, .kind = text.kind, .detail = text.detail};
+  Event event{.experiment_id = experiment->id(),
+              .at = now,
+              .kind = text.kind,
+              .detail = text.detail,
+              .durability = text.durability};
   CrashPoint("ledger.commit.before");
   SERVELAB_RETURN_IF_ERROR(store_.UpdateExperiment(*experiment, event));
   CrashPoint("ledger.commit.after");

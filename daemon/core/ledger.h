@@ -30,6 +30,9 @@ namespace servelab::core {
 struct EventText {
   std::string kind;
   std::string detail;
+  // Bookkeeping between two facts may be kOrdered (store.h); the default
+  // reaches the disk before Update returns.
+  Durability durability = Durability::kSynced;
 };
 
 class Ledger {

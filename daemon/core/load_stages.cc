@@ -2,6 +2,8 @@
 // formal load itself, and the drain confirmation that releases the lane.
 #include <unistd.h>
 
+#include <future>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
@@ -38,13 +40,35 @@ absl::StatusOr<std::vector<std::string>> GoneInstances(StageEnv& env) {
   return gone;
 }
 
-// Instances that still hold requests, as "decode: 3 running, 1 waiting".
-absl::StatusOr<std::vector<std::string>> BusyInstances(StageEnv& env) {
+// An instance and what scraping it gave.
+struct Scraped {
+  v1::ServingInstance instance;
+  absl::StatusOr<InstanceCounters> counters;
+};
+
+// Every instance that queues requests (not the router), scraped at the same
+// time: a check costs the slowest instance, not the sum of them.
+absl::StatusOr<std::vector<Scraped>> ScrapeQueues(StageEnv& env) {
   SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, env.store.ListInstances());
-  std::vector<std::string> busy;
-  for (const v1::ServingInstance& instance : instances) {
+  std::vector<Scraped> scraped;
+  for (v1::ServingInstance& instance : instances) {
     if (instance.side() == v1::SIDE_ROUTER) continue;  // Routers keep no queue of their own.
-    absl::StatusOr<InstanceCounters> c = env.instances.Scrape(instance);
+    scraped.push_back({std::move(instance), absl::UnknownError("not scraped")});
+  }
+  std::vector<std::future<absl::StatusOr<InstanceCounters>>> others;
+  for (size_t i = 1; i < scraped.size(); ++i) {
+    others.push_back(std::async(
+        std::launch::async, [&env, &s = scraped[i]] { return env.instances.Scrape(s.instance); }));
+  }
+  if (!scraped.empty()) scraped[0].counters = env.instances.Scrape(scraped[0].instance);
+  for (size_t i = 1; i < scraped.size(); ++i) scraped[i].counters = others[i - 1].get();
+  return scraped;
+}
+
+// Instances that still hold requests, as "decode: 3 running, 1 waiting".
+std::vector<std::string> BusyInstances(StageEnv& env, const std::vector<Scraped>& scraped) {
+  std::vector<std::string> busy;
+  for (const auto& [instance, c] : scraped) {
     // A process known to be gone holds no request: its requests ended (as
     // failures). One that cannot be told (Slurm unreachable) stays busy.
     if (!c.ok() && IsGone(env, instance)) continue;
@@ -250,7 +274,8 @@ absl::StatusOr<LoadOutcome> RunFormalRepeat(StageEnv& env, const v1::Experiment&
   auto on_records = [&](const std::vector<v1::RequestRecord>& records) -> absl::Status {
     std::vector<v1::RequestRecord> stamped = records;
     for (v1::RequestRecord& r : stamped) r.set_repeat(repeat);
-    SERVELAB_RETURN_IF_ERROR(env.store.AppendRequests(stamped));
+    // The raw data the result is computed from: on the disk, batch by batch.
+    SERVELAB_RETURN_IF_ERROR(env.store.AppendRequests(stamped, Durability::kSynced));
     CrashPoint("records.batch.after");
     std::optional<absl::Time> first_sent = EarliestSend(records);
     absl::MutexLock lock(&shared.mu);
@@ -291,7 +316,9 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
                                     const ProgressFn& on_progress) {
   // Confirm the previous load really ended (e.g. one cut off by a daemon
   // crash): a new load on top of one whose end is unknown corrupts both.
-  if (absl::StatusOr<Counters> drained = DrainConfirm(env, e); !drained.ok()) {
+  // Prefill's idle counters from that check are the load's "before".
+  std::optional<InstanceCounters> prefill_before;
+  if (absl::StatusOr<Counters> drained = DrainConfirm(env, e, &prefill_before); !drained.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("an earlier load has not drained: ", drained.status().message()));
   }
@@ -300,8 +327,7 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
   if (!router.has_value() || !prefill.has_value()) {
     return absl::FailedPreconditionError("no deployment running");
   }
-  InstanceCounters before;
-  if (absl::StatusOr<InstanceCounters> c = env.instances.Scrape(*prefill); c.ok()) before = *c;
+  const InstanceCounters before = prefill_before.value_or(InstanceCounters{});
 
   const int repeats = std::max(1, e.spec().workload().repeats());
   SharedProgress shared;
@@ -356,13 +382,22 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
   return counters;
 }
 
-absl::StatusOr<Counters> DrainConfirm(StageEnv& env, const v1::Experiment& e) {
+absl::StatusOr<Counters> DrainConfirm(StageEnv& env, const v1::Experiment& e,
+                                      std::optional<InstanceCounters>* prefill_idle) {
   const absl::Time deadline = env.clock.Now() + FromDuration(e.spec().limits().drain_timeout());
   int polls = 0;
   while (true) {
     ++polls;
-    SERVELAB_ASSIGN_OR_RETURN(std::vector<std::string> busy, BusyInstances(env));
-    if (busy.empty()) return Counters{{"polls", polls}};
+    SERVELAB_ASSIGN_OR_RETURN(std::vector<Scraped> scraped, ScrapeQueues(env));
+    std::vector<std::string> busy = BusyInstances(env, scraped);
+    if (busy.empty()) {
+      for (const Scraped& s : scraped) {
+        if (prefill_idle != nullptr && s.instance.side() == v1::SIDE_PREFILL && s.counters.ok()) {
+          *prefill_idle = *s.counters;
+        }
+      }
+      return Counters{{"polls", polls}};
+    }
     if (env.clock.Now() >= deadline) {
       return absl::FailedPreconditionError(
           absl::StrCat("cannot confirm the load ended: ", absl::StrJoin(busy, "; ")));

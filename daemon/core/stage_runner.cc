@@ -23,6 +23,13 @@ bool Done(v1::StageStatus status) {
 
 bool IsLaneStage(v1::StageName stage) { return StageInfoOf(stage).worker == Worker::kLane; }
 
+// A stage's writes are bookkeeping between facts (store.h), except the
+// formal load's: its start comes before requests that cannot be taken back,
+// and its end is the load's outcome (docs/design.md §5, "Durability").
+Durability StageWriteDurability(v1::StageName stage) {
+  return StageInfoOf(stage).phase == StagePhase::kLoad ? Durability::kSynced : Durability::kOrdered;
+}
+
 // Reused and skipped stages are recorded, not run.
 bool Marked(v1::StageAction action) {
   return action == v1::STAGE_ACTION_SKIP || action == v1::STAGE_ACTION_REUSE;
@@ -300,7 +307,7 @@ void StageRunner::Prepare(const std::string& id) {
         if (e.state() != v1::EXPERIMENT_STATE_QUEUED) {
           return absl::FailedPreconditionError("not queued");
         }
-        EventText event{"state", "queued -> running"};
+        EventText event{"state", "queued -> running", Durability::kOrdered};
         ResetForResume(e);
         if (e.failure_class() != v1::FAILURE_CLASS_UNSPECIFIED) {
           event.detail = absl::StrCat("resumed after ", v1::FailureClass_Name(e.failure_class()));
@@ -442,8 +449,10 @@ absl::Status StageRunner::RunFormalLoad(const std::string& id, StageEnv& env, ab
     last_commit = now;
     Record(id, [&](v1::Experiment& x) -> absl::StatusOr<EventText> {
       *x.mutable_progress() = progress;
-      return EventText{"progress", absl::StrCat(progress.formal_requests_sent(), "/",
-                                                progress.formal_requests_planned(), " sent")};
+      return EventText{"progress",
+                       absl::StrCat(progress.formal_requests_sent(), "/",
+                                    progress.formal_requests_planned(), " sent"),
+                       Durability::kOrdered};
     });
   };
   // The attempt is the stage's own count: a load cut off before any of its
@@ -548,8 +557,9 @@ absl::Status StageRunner::RunStage(
         // stages are the fact the blocker would otherwise repeat.
         const StageInfo& info = StageInfoOf(name);
         if (info.worker == Worker::kLane || info.phase == StagePhase::kAnalyze) e.set_blocker("");
-        return EventText{
-            "stage", absl::StrCat(StageLabel(name), " running (attempt ", stage.attempt(), ")")};
+        return EventText{"stage",
+                         absl::StrCat(StageLabel(name), " running (attempt ", stage.attempt(), ")"),
+                         StageWriteDurability(name)};
       }));
   CrashPoint(absl::StrCat("stage.", StageLabel(name), ".begin"));
   absl::StatusOr<Counters> counters = body(started);
@@ -568,7 +578,8 @@ absl::Status StageRunner::RunStage(
     }
     return EventText{"stage",
                      absl::StrCat(StageLabel(name), counters.ok() ? " succeeded" : " failed: ",
-                                  counters.ok() ? "" : counters.status().message())};
+                                  counters.ok() ? "" : counters.status().message()),
+                     StageWriteDurability(name)};
   });
   metrics_.ObserveStage(StageLabel(name), "run", absl::ToDoubleSeconds(end - start));
   cursor = end;
@@ -596,7 +607,7 @@ absl::Status StageRunner::MarkStages(const std::string& id, const std::vector<v1
               &detail, detail.empty() ? "" : "; ", StageLabel(name),
               status == v1::STAGE_STATUS_REUSED ? " reused: " : " skipped: ", stage.reason());
         }
-        return EventText{"stage", detail};
+        return EventText{"stage", detail, Durability::kOrdered};
       }).status();
   for (const auto& [label, status] : marked) {
     metrics_.ObserveStage(label, status == v1::STAGE_STATUS_REUSED ? "reuse" : "skip", 0);
@@ -637,7 +648,7 @@ void StageRunner::FinishCancelled(const std::string& id) {
 void StageRunner::SetBlocker(const std::string& id, const std::string& blocker) {
   Record(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
     e.set_blocker(blocker);
-    return EventText{"blocker", blocker};
+    return EventText{"blocker", blocker, Durability::kOrdered};
   });
 }
 
@@ -681,7 +692,8 @@ absl::Status StageRunner::Replan(const std::string& id) {
                   return EventText{"plan",
                                    changed.empty()
                                        ? "lane plan unchanged since submit"
-                                       : absl::StrCat("re-planned at lane start: ", changed)};
+                                       : absl::StrCat("re-planned at lane start: ", changed),
+                                   Durability::kOrdered};
                 })
       .status();
 }

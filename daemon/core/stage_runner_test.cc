@@ -25,7 +25,10 @@ namespace {
 using servelab::testing::IsOk;
 using servelab::testing::StatusIs;
 using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
 
 // Serving instances that exist only as counters; a formal request moves
 // prefill prompt tokens and decode generation tokens like a real P/D pair.
@@ -406,6 +409,32 @@ TEST_F(StageRunnerTest, RecordsAndTicksFromTwoThreadsAtOnceKeepTheProgressWhole)
   EXPECT_EQ(e.progress().formal_requests_completed(), 20);
   EXPECT_TRUE(e.progress().has_first_formal_request_at());
   EXPECT_TRUE(e.progress().has_first_formal_request_delay());
+}
+
+// Only a write that tells the outside world a fact, or comes before the
+// formal load's first request, waits for the disk; the bookkeeping between
+// them is ordered, and reaches the disk with the next synced write
+// (docs/design.md §5, "Durability").
+TEST_F(StageRunnerTest, OnlyTheSubmitTheFormalLoadAndTheOutcomeWaitForTheDisk) {
+  runner_.Start();
+  v1::Experiment e = WaitFinal(Submit("", {}).id());
+  ASSERT_EQ(e.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << e.blocker();
+  absl::StatusOr<std::vector<Event>> events = fake_store_.ListEvents(e.id());
+  ASSERT_THAT(events, IsOk());
+  std::vector<std::string> synced;
+  int ordered = 0;
+  for (const Event& event : *events) {
+    if (event.durability == Durability::kSynced) synced.push_back(event.detail);
+    if (event.durability == Durability::kOrdered) ++ordered;
+  }
+  EXPECT_THAT(synced, ElementsAre(HasSubstr("frozen spec"), "formal_load running (attempt 1)",
+                                  "formal_load succeeded", HasSubstr("running -> succeeded")));
+  EXPECT_GT(ordered, 20);  // queued -> running, plan, and every other stage's start and end.
+  EXPECT_THAT(fake_store_.record_durabilities(),
+              UnorderedElementsAre(Pair(v1::PHASE_WARMUP, Durability::kOrdered),
+                                   Pair(v1::PHASE_ROUTE_VERIFY, Durability::kOrdered),
+                                   Pair(v1::PHASE_CACHE_SEED, Durability::kOrdered),
+                                   Pair(v1::PHASE_FORMAL, Durability::kSynced)));
 }
 
 TEST_F(StageRunnerTest, ConcurrencyDeltaReusesLaunchWarmupAndRoute) {

@@ -93,7 +93,10 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
                                     const ProgressFn& on_progress);
 // Every instance reports no running and no waiting request within
 // limits.drain_timeout; FAILED_PRECONDITION naming what is still busy.
-absl::StatusOr<Counters> DrainConfirm(StageEnv& env, const v1::Experiment& e);
+// The instances are scraped at the same time; with `prefill_idle`, prefill's
+// counters from the check that found everything idle are stored there.
+absl::StatusOr<Counters> DrainConfirm(StageEnv& env, const v1::Experiment& e,
+                                      std::optional<InstanceCounters>* prefill_idle = nullptr);
 // The drain_confirm stage: DrainConfirm, then, with the lane's record
 // (env.empty_caches), the caches reset while the instances are known idle,
 // so the next experiment's cache_reset needs one scrape per side instead of

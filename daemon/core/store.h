@@ -25,6 +25,21 @@
 
 namespace servelab::core {
 
+// How far a write has reached when the call returns (docs/design.md §5,
+// "Durability"). Every write survives a crash of the daemon at once; the
+// tiers differ only on a power loss or a kernel crash.
+enum class Durability {
+  // On the disk (fsync). For every write that tells the outside world a
+  // fact (a submit's id, a final state) or comes before an act that cannot
+  // be taken back (the formal load's first request).
+  kSynced,
+  // In the write-ahead log, in commit order, and on the disk with the next
+  // synced write. A power loss may take it, and with it every ordered write
+  // since the last synced one: the store then holds an earlier state, as
+  // after a daemon crash at that point, and recovery classifies it (§8).
+  kOrdered,
+};
+
 // One row of the append-only event log.
 struct Event {
   int64_t seq = 0;  // Assigned by the store, increasing.
@@ -34,6 +49,8 @@ struct Event {
   std::string kind;
   // Human-readable fact, e.g. "queued -> cancelled" (labels as common/labels.h).
   std::string detail;
+  // Of the write the event belongs to; not stored.
+  Durability durability = Durability::kSynced;
 };
 
 struct ExperimentFilter {
@@ -92,7 +109,8 @@ class Store {
       const std::vector<v1::RequestRecord>& records) = 0;
 
   // Raw per-request records, appended in batches while a load runs.
-  virtual absl::Status AppendRequests(const std::vector<v1::RequestRecord>& records) = 0;
+  virtual absl::Status AppendRequests(const std::vector<v1::RequestRecord>& records,
+                                      Durability durability) = 0;
   // attempt 0: every attempt. Ordered by attempt, then index.
   virtual absl::StatusOr<std::vector<v1::RequestRecord>> ListRequests(
       std::string_view experiment_id, v1::Phase phase, int attempt) = 0;

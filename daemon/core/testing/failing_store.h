@@ -63,8 +63,9 @@ class FailingStore : public Store {
   absl::StatusOr<std::vector<Event>> ListEvents(std::string_view experiment_id) override {
     return base_.ListEvents(experiment_id);
   }
-  absl::Status AppendRequests(const std::vector<v1::RequestRecord>& records) override {
-    return base_.AppendRequests(records);
+  absl::Status AppendRequests(const std::vector<v1::RequestRecord>& records,
+                              Durability durability) override {
+    return base_.AppendRequests(records, durability);
   }
   absl::StatusOr<std::vector<v1::RequestRecord>> ListRequests(std::string_view experiment_id,
                                                               v1::Phase phase,

@@ -155,11 +155,18 @@ absl::StatusOr<std::vector<Event>> FakeStore::ListEvents(std::string_view experi
   return out;
 }
 
-absl::Status FakeStore::AppendRequests(const std::vector<v1::RequestRecord>& records) {
+absl::Status FakeStore::AppendRequests(const std::vector<v1::RequestRecord>& records,
+                                       Durability durability) {
   absl::MutexLock lock(&mu_);
   if (absl::Status s = TakeFailure(); !s.ok()) return s;
   requests_.insert(requests_.end(), records.begin(), records.end());
+  for (const v1::RequestRecord& r : records) record_durabilities_.emplace(r.phase(), durability);
   return absl::OkStatus();
+}
+
+std::set<std::pair<v1::Phase, Durability>> FakeStore::record_durabilities() const {
+  absl::MutexLock lock(&mu_);
+  return record_durabilities_;
 }
 
 absl::StatusOr<std::vector<v1::RequestRecord>> FakeStore::ListRequests(

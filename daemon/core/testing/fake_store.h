@@ -5,7 +5,9 @@
 #define SERVELAB_DAEMON_CORE_TESTING_FAKE_STORE_H_
 
 #include <map>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -28,7 +30,8 @@ class FakeStore : public Store {
   absl::StatusOr<std::map<v1::StageName, absl::Duration>> MeanRecentStageDurations(
       int runs) override;
   absl::StatusOr<std::vector<Event>> ListEvents(std::string_view experiment_id) override;
-  absl::Status AppendRequests(const std::vector<v1::RequestRecord>& records) override;
+  absl::Status AppendRequests(const std::vector<v1::RequestRecord>& records,
+                              Durability durability) override;
   absl::StatusOr<std::vector<v1::RequestRecord>> ListRequests(std::string_view experiment_id,
                                                               v1::Phase phase,
                                                               int attempt) override;
@@ -41,6 +44,8 @@ class FakeStore : public Store {
   int writes() const;
   // The `limit` of every ListExperiments call so far, in order.
   std::vector<int> listing_limits() const;
+  // Each phase whose records were appended, with how durably.
+  std::set<std::pair<v1::Phase, Durability>> record_durabilities() const;
 
  private:
   absl::Status TakeFailure() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -53,6 +58,7 @@ class FakeStore : public Store {
   std::vector<v1::Experiment> experiments_ ABSL_GUARDED_BY(mu_);
   std::vector<Event> events_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::RequestRecord> requests_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<v1::Phase, Durability>> record_durabilities_ ABSL_GUARDED_BY(mu_);
   std::map<v1::Side, v1::ServingInstance> instances_ ABSL_GUARDED_BY(mu_);
 };
 
