@@ -29,6 +29,12 @@ using asio::awaitable;
 using asio::use_awaitable;
 using beast::error_code;
 
+// An arrival's timer fires this much early, and the io thread spins the
+// rest: a timer that wakes an idle vCPU is 30-80 us late, which would all
+// be schedule lag (issue 9, P4; docs/design.md §10). The spin costs at most
+// this much CPU per arrival, and only when the thread would sleep anyway.
+constexpr std::chrono::microseconds kArrivalSpin(100);
+
 constexpr size_t kReadChunk = 8 * 1024;
 constexpr size_t kMaxErrorBody = 512;
 
@@ -100,7 +106,9 @@ class LoadRunner::Impl {
   awaitable<absl::Status> CheckEndpoint();
   awaitable<void> Preconnect(int count);
   awaitable<void> Dispatch();
-  awaitable<void> Send(int index, int64_t queued_ns);
+  // `not_before`: the planned arrival when the timer fired early; the
+  // request is rendered first, then sent at that time.
+  awaitable<void> Send(int index, int64_t queued_ns, Clock::time_point not_before);
   // Send's steps on one connection: the request out and the response's
   // header in; the body read into `r` and `stream`; the error to record
   // ("" for a success).
@@ -286,9 +294,12 @@ awaitable<void> LoadRunner::Impl::Dispatch() {
       Clock::time_point arrival = due;
       if (due > Clock::now()) {
         error_code ec;
-        arrival_timer_->expires_at(due);
+        // Only a long wait is worth the spin: it costs at most a quarter of
+        // the idle time, and under a high rate the thread is not idle.
+        const bool spin = due - Clock::now() > 4 * kArrivalSpin;
+        arrival_timer_->expires_at(spin ? due - kArrivalSpin : due);
         co_await arrival_timer_->async_wait(asio::redirect_error(use_awaitable, ec));
-        arrival = Clock::now();
+        arrival = std::max(due, Clock::now());  // Fired early: Send waits out the rest.
       }
       while (in_flight_ >= options_.concurrency && !cancelled_) co_await WaitForWake();
       if (!cancelled_) {
@@ -296,7 +307,7 @@ awaitable<void> LoadRunner::Impl::Dispatch() {
         int64_t queued = std::max<int64_t>(
             0,
             std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - arrival).count());
-        asio::co_spawn(ioc_, Send(i, queued), asio::detached);
+        asio::co_spawn(ioc_, Send(i, queued, due), asio::detached);
         continue;
       }
     }
@@ -309,13 +320,15 @@ awaitable<void> LoadRunner::Impl::Dispatch() {
   while (in_flight_ > 0) co_await WaitForWake();
 }
 
-awaitable<void> LoadRunner::Impl::Send(int index, int64_t queued_ns) {
+awaitable<void> LoadRunner::Impl::Send(int index, int64_t queued_ns, Clock::time_point not_before) {
   // Made and rendered before the send timestamp: building a long prompt's
   // body is client work, not server latency.
   std::string wire = RenderHttpRequest(
       endpoint_, options_.api, model_, prompts_->Get(static_cast<size_t>(index)), options_.load_tag,
       RequestId(options_.experiment_id, options_.phase, options_.attempt, index));
   v1::RequestRecord r = NewRecord(index);
+  while (Clock::now() < not_before) {  // At most kArrivalSpin, less what rendering took.
+  }
   r.set_queued_ns(queued_ns);
   r.set_sent_ns(SinceStart());
   ++sent_;
