@@ -172,9 +172,19 @@ absl::StatusOr<int64_t> SqliteDb::QueryInt(std::string_view sql) {
   return stmt.ColumnInt(0);
 }
 
+absl::Status SqliteDb::SetSync(CommitSync sync) {
+  if (sync == sync_) return absl::OkStatus();
+  SERVELAB_RETURN_IF_ERROR(
+      Exec(sync == CommitSync::kNormal ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL"));
+  sync_ = sync;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Transaction> Transaction::Begin(SqliteDb& db, TxnMode mode, CommitSync sync) {
-  if (sync == CommitSync::kNormal) SERVELAB_RETURN_IF_ERROR(db.Exec("PRAGMA synchronous=NORMAL"));
-  Transaction txn(&db, sync);  // From here on, its destructor restores the level.
+  // Also for kFull: a kNormal transaction that could not restore FULL at its
+  // end is corrected here, before anything is written.
+  SERVELAB_RETURN_IF_ERROR(db.SetSync(sync));
+  Transaction txn(&db);  // From here on, its destructor restores FULL.
   SERVELAB_RETURN_IF_ERROR(
       db.Exec(mode == TxnMode::kImmediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED"));
   return txn;
@@ -187,21 +197,17 @@ Transaction::~Transaction() {
   if (!sqlite3_get_autocommit(db_->raw())) {
     sqlite3_exec(db_->raw(), "ROLLBACK", nullptr, nullptr, nullptr);
   }
-  (void)RestoreSync();  // Best effort: nothing to report it to.
-}
-
-absl::Status Transaction::RestoreSync() {
-  if (sync_ == CommitSync::kFull) return absl::OkStatus();
-  return db_->Exec("PRAGMA synchronous=FULL");
+  (void)db_->SetSync(CommitSync::kFull);  // Best effort; the next Begin retries.
 }
 
 absl::Status Transaction::Commit() {
   if (db_ == nullptr) return absl::FailedPreconditionError("transaction already finished");
   SERVELAB_RETURN_IF_ERROR(db_->Exec("COMMIT"));
-  // Committed: every later write is synced again, unless it asks otherwise.
-  absl::Status restored = RestoreSync();
+  // Committed, so the write succeeded whatever follows. Back to FULL for a
+  // write outside a transaction; should that fail, the next Begin retries.
+  (void)db_->SetSync(CommitSync::kFull);
   db_ = nullptr;
-  return restored;
+  return absl::OkStatus();
 }
 
 }  // namespace servelab::storage

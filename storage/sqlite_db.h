@@ -88,6 +88,13 @@ class Statement {
   absl::Status bind_status_;
 };
 
+// What the commit waits for. The connection is opened with
+// synchronous=FULL; kNormal lowers it for one transaction (under WAL: no
+// fsync at COMMIT; the commit reaches the disk with the next FULL commit or
+// checkpoint, in commit order). SQLite refuses to change the level inside a
+// transaction, so it is chosen at Begin.
+enum class CommitSync { kFull, kNormal };
+
 class SqliteDb {
  public:
   struct Options {
@@ -117,11 +124,16 @@ class SqliteDb {
   const std::string& path() const { return path_; }
   sqlite3* raw() { return db_; }
 
+  // Sets PRAGMA synchronous unless the connection is already there. Outside
+  // a transaction only: SQLite refuses the change inside one.
+  absl::Status SetSync(CommitSync sync);
+
  private:
   SqliteDb(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
 
   sqlite3* db_;
   std::string path_;
+  CommitSync sync_ = CommitSync::kFull;  // What Open sets.
   // Declared after db_ so it is destroyed first: every statement is
   // finalized before the connection closes.
   absl::flat_hash_map<std::string, StmtPtr> statements_;
@@ -135,33 +147,22 @@ enum class TxnMode {
   kDeferred,
 };
 
-// What the commit waits for. The connection is opened with
-// synchronous=FULL; kNormal lowers it for one transaction (under WAL: no
-// fsync at COMMIT; the commit reaches the disk with the next FULL commit or
-// checkpoint, in commit order). SQLite refuses to change the level inside a
-// transaction, so it is chosen at Begin.
-enum class CommitSync { kFull, kNormal };
-
 // Rolls back on destruction unless Commit() succeeded.
 class Transaction {
  public:
+  // With kNormal the connection is back at FULL once the transaction ends,
+  // so a write outside a transaction is synced.
   static absl::StatusOr<Transaction> Begin(SqliteDb& db, TxnMode mode,
                                            CommitSync sync = CommitSync::kFull);
-  Transaction(Transaction&& other) noexcept : db_(other.db_), sync_(other.sync_) {
-    other.db_ = nullptr;
-  }
+  Transaction(Transaction&& other) noexcept : db_(other.db_) { other.db_ = nullptr; }
   Transaction& operator=(Transaction&&) = delete;
   ~Transaction();
 
   absl::Status Commit();
 
  private:
-  Transaction(SqliteDb* db, CommitSync sync) : db_(db), sync_(sync) {}
-  // Puts the connection back to FULL after a kNormal transaction.
-  absl::Status RestoreSync();
-
+  explicit Transaction(SqliteDb* db) : db_(db) {}
   SqliteDb* db_;  // Null once committed or moved from.
-  CommitSync sync_;
 };
 
 }  // namespace servelab::storage
