@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "storage/sqlite_store.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -92,6 +93,42 @@ TEST_F(MigrationsTest, RequestsFromVersionTwoBecomeRunOne) {
                        "queued_ns, 2 FROM requests"),
               IsOk());
   EXPECT_EQ(db->QueryInt("SELECT count(*) FROM requests").value(), 2);
+}
+
+// The summary's counts start from the rows already stored and then follow
+// every insert, state change and delete, in the same transaction.
+TEST_F(MigrationsTest, ExperimentCountsStartFromStoredRowsAndFollowEveryWrite) {
+  auto db = OpenDb();
+  absl::Span<const std::string_view> all = SchemaMigrations();
+  ASSERT_GE(all.size(), 5u);
+  ASSERT_THAT(Migrate(*db, all.subspan(0, 4)), IsOk());
+  ASSERT_THAT(db->Exec("INSERT INTO specs VALUES ('h', '{}', x'');"
+                       "INSERT INTO experiments (id, seq, scenario, state, spec_sha256, "
+                       "failure_class, experiment) VALUES ('exp-1', 1, 's', 3, 'h', 0, x''), "
+                       "('exp-2', 2, 's', 3, 'h', 0, x''), ('exp-3', 3, 's', 5, 'h', 2, x'');"),
+              IsOk());
+  ASSERT_THAT(Migrate(*db), IsOk());
+  auto count = [&](int state, int failure_class) {
+    return db
+        ->QueryInt(absl::StrCat("SELECT COALESCE(SUM(count), 0) FROM experiment_counts WHERE "
+                                "state = ",
+                                state, " AND failure_class = ", failure_class))
+        .value();
+  };
+  EXPECT_EQ(count(3, 0), 2);
+  EXPECT_EQ(count(5, 2), 1);
+
+  ASSERT_THAT(db->Exec("INSERT INTO experiments (id, seq, scenario, state, spec_sha256, "
+                       "failure_class, experiment) VALUES ('exp-4', 4, 's', 1, 'h', 0, x'');"
+                       "UPDATE experiments SET state = 5, failure_class = 2 WHERE id = 'exp-1';"
+                       "UPDATE experiments SET scenario = 't' WHERE id = 'exp-2';"
+                       "DELETE FROM experiments WHERE id = 'exp-3';"),
+              IsOk());
+  EXPECT_EQ(count(1, 0), 1);
+  EXPECT_EQ(count(3, 0), 1);
+  EXPECT_EQ(count(5, 2), 1);
+  EXPECT_EQ(db->QueryInt("SELECT SUM(count) FROM experiment_counts").value(),
+            db->QueryInt("SELECT COUNT(*) FROM experiments").value());
 }
 
 TEST_F(MigrationsTest, FailingStepRollsBackAndKeepsVersion) {

@@ -392,10 +392,14 @@ absl::StatusOr<std::vector<v1::Experiment>> SqliteStore::ListExperiments(
 absl::StatusOr<std::vector<core::ExperimentCount>> SqliteStore::CountExperiments() {
   absl::MutexLock lock(&mu_);
   SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kDeferred));
-  // With MAX(), SQLite takes the bare column `id` from the row of the max.
-  SERVELAB_ASSIGN_OR_RETURN(Statement count,
-                            db_->Prepare("SELECT state, failure_class, COUNT(*), id, MAX(seq) "
-                                         "FROM experiments GROUP BY state, failure_class"));
+  // The counts are kept by triggers (migration 5); the newest of each group
+  // is one descent of experiments_by_outcome. No call walks the history.
+  SERVELAB_ASSIGN_OR_RETURN(
+      Statement count,
+      db_->Prepare("SELECT c.state, c.failure_class, c.count, (SELECT e.id FROM experiments e "
+                   "WHERE e.state = c.state AND e.failure_class = c.failure_class "
+                   "ORDER BY e.seq DESC LIMIT 1) FROM experiment_counts c WHERE c.count > 0 "
+                   "ORDER BY c.state, c.failure_class"));
   std::vector<core::ExperimentCount> counts;
   while (true) {
     SERVELAB_ASSIGN_OR_RETURN(bool row, count.Step());

@@ -1,7 +1,6 @@
 // Stages that change or check the serving deployment: launch, warmup, route
 // verification and prefix-cache preparation.
 #include <algorithm>
-#include <future>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -11,6 +10,7 @@
 #include "common/crash_points.h"
 #include "common/labels.h"
 #include "common/status_macros.h"
+#include "daemon/core/at_once.h"
 #include "daemon/core/hot_deployment.h"
 #include "daemon/core/launch_command_text.h"
 #include "daemon/core/ledger.h"
@@ -309,9 +309,8 @@ absl::StatusOr<ResetOutcome> ConfirmedReset(StageEnv& env, const v1::ServingInst
 // so a step costs the slower side, not the sum): {prefill's, decode's}.
 template <typename Fn>
 auto OnBothSides(const v1::ServingInstance& prefill, const v1::ServingInstance& decode, Fn fn) {
-  auto on_decode = std::async(std::launch::async, [&] { return fn(decode); });
-  auto on_prefill = fn(prefill);
-  return std::make_pair(std::move(on_prefill), on_decode.get());
+  auto results = AtOnce(std::vector{prefill, decode}, fn);
+  return std::make_pair(std::move(results[0]), std::move(results[1]));
 }
 
 struct BothSides {

@@ -29,8 +29,8 @@ Ledger::Ledger(Store& store, Clock& clock) : store_(store), clock_(clock) {}
 absl::StatusOr<v1::Experiment> Ledger::Create(v1::Experiment experiment, const EventText& text,
                                               const std::vector<v1::RequestRecord>& records) {
   absl::MutexLock lock(&write_mu_);
-  Event event{
-      .at = clock_.Now(), .kind = text.kind, .detail = text.detail, .durability = text.durability};
+  // A create is always synced: its id is the first fact a client is told.
+  Event event{.at = clock_.Now(), .kind = text.kind, .detail = text.detail};
   SERVELAB_ASSIGN_OR_RETURN(std::string id,
                             records.empty()
                                 ? store_.CreateExperiment(experiment, event)

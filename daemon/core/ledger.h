@@ -31,7 +31,7 @@ struct EventText {
   std::string kind;
   std::string detail;
   // Bookkeeping between two facts may be kOrdered (store.h); the default
-  // reaches the disk before Update returns.
+  // reaches the disk before Update returns. Create always syncs.
   Durability durability = Durability::kSynced;
 };
 

@@ -2,14 +2,13 @@
 // formal load itself, and the drain confirmation that releases the lane.
 #include <unistd.h>
 
-#include <future>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "common/crash_points.h"
 #include "common/labels.h"
 #include "common/status_macros.h"
+#include "daemon/core/at_once.h"
 #include "daemon/core/launch_command_text.h"
 #include "daemon/core/ledger.h"
 #include "daemon/core/passed_env.h"
@@ -47,21 +46,17 @@ struct Scraped {
 };
 
 // Every instance that queues requests (not the router), scraped at the same
-// time: a check costs the slowest instance, not the sum of them.
+// time.
 absl::StatusOr<std::vector<Scraped>> ScrapeQueues(StageEnv& env) {
   SERVELAB_ASSIGN_OR_RETURN(std::vector<v1::ServingInstance> instances, env.store.ListInstances());
+  // Routers keep no queue of their own.
+  std::erase_if(instances, [](const auto& i) { return i.side() == v1::SIDE_ROUTER; });
+  std::vector<absl::StatusOr<InstanceCounters>> counters =
+      AtOnce(instances, [&](const auto& instance) { return env.instances.Scrape(instance); });
   std::vector<Scraped> scraped;
-  for (v1::ServingInstance& instance : instances) {
-    if (instance.side() == v1::SIDE_ROUTER) continue;  // Routers keep no queue of their own.
-    scraped.push_back({std::move(instance), absl::UnknownError("not scraped")});
+  for (size_t i = 0; i < instances.size(); ++i) {
+    scraped.push_back({std::move(instances[i]), std::move(counters[i])});
   }
-  std::vector<std::future<absl::StatusOr<InstanceCounters>>> others;
-  for (size_t i = 1; i < scraped.size(); ++i) {
-    others.push_back(std::async(
-        std::launch::async, [&env, &s = scraped[i]] { return env.instances.Scrape(s.instance); }));
-  }
-  if (!scraped.empty()) scraped[0].counters = env.instances.Scrape(scraped[0].instance);
-  for (size_t i = 1; i < scraped.size(); ++i) scraped[i].counters = others[i - 1].get();
   return scraped;
 }
 

@@ -77,7 +77,8 @@ class Store {
 
   // Assigns the next id ("exp-1", "exp-2", ...), stores the experiment with
   // its frozen spec, stages and plan, and `event` (its experiment_id filled
-  // in), atomically. Returns the id.
+  // in), atomically, and synced whatever `event.durability` says: the id is
+  // a fact the caller hands out. Returns the id.
   virtual absl::StatusOr<std::string> CreateExperiment(const v1::Experiment& experiment,
                                                        const Event& event) = 0;
 
