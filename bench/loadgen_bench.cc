@@ -21,6 +21,8 @@
 //   schedule lag = sent - planned (targets p99 <= 100 us at 1,000/s and
 //   <= 200 us at 5,000/s). Before it, the floor: how late an idle thread on
 //   the client core wakes from an absolute sleep.
+// After each run A, the kernel floor at the same connections and pacing
+// (loopback_floor.h): what bare write() and read() cost per chunk.
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -46,6 +48,7 @@
 #include "absl/strings/str_format.h"
 #include "analysis/percentile.h"
 #include "bench/bench_common.h"
+#include "bench/loopback_floor.h"
 #include "loadgen/dataset.h"
 #include "loadgen/load_runner.h"
 #include "loadgen/record_file.h"
@@ -196,6 +199,26 @@ void StreamsRun(const std::string& url, const std::string& dir, int streams, int
   Figure("busiest second: client's core", client_busiest, "cores", "-");
 }
 
+// The kernel's share of run A's cost: the same connections and pacing with
+// bare write() and read() and nothing else (loopback_floor.h). The client's
+// CPU per chunk cannot go below the receiver's figure here.
+void KernelFloor(int streams, double decode_seconds, int client_core, int sim_core) {
+  LoopbackFloor floor = MeasureLoopbackFloor({.connections = streams,
+                                              .round_seconds = decode_seconds,
+                                              .sender_core = sim_core,
+                                              .receiver_core = client_core});
+  if (!floor.ok) return;
+  std::cout << absl::StrFormat(
+      "Kernel floor, %d loopback connections, one 200-byte chunk each per %.0f ms, bare "
+      "write/epoll+read\n",
+      streams, decode_seconds * 1e3);
+  Figure("chunks/s received", floor.received_per_second, "chunks/s", "-");
+  Figure("receiver CPU per chunk (floor under client's)", floor.receiver_us_per_chunk, "us", "-");
+  Figure("sender CPU per chunk", floor.sender_us_per_chunk, "us", "-");
+  Figure("receiver core share", floor.receiver_core_share, "cores", "-");
+  Figure("sender core share", floor.sender_core_share, "cores", "-");
+}
+
 // The floor under schedule lag on this machine: how late a thread that
 // sleeps until an absolute time wakes, with no work at all (timer slack 1 ns,
 // as a timerfd has none). In a VM, waking an idle vCPU is most of it.
@@ -267,7 +290,10 @@ int Main(int argc, char** argv) {
   std::cout << "loadgen_bench on " << Machine() << "\n"
             << "client pinned to core " << client_core << ", sim to core " << sim_core << "\n";
   const std::string url = absl::StrCat("http://127.0.0.1:", paced.port);
-  for (int s : streams) StreamsRun(url, dir, s, output_tokens, paced.pid);
+  for (int s : streams) {
+    StreamsRun(url, dir, s, output_tokens, paced.pid);
+    KernelFloor(s, decode_seconds, client_core, sim_core);
+  }
   if (!rates.empty()) TimerWakeFloor();
   for (double rate : rates) LagRun(url, dir, rate);
   paced.Stop();

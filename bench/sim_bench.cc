@@ -9,7 +9,8 @@
 // --time-scale 0 makes modelled time zero (tokens are all due at once, so the
 // sim may coalesce overdue chunks into one write); --time-scale 1 with
 // --decode-seconds 0.01 paces every stream at 100 tokens/s, one write per
-// token, which is the per-chunk cost a load generator actually sees.
+// token, which is the per-chunk cost a load generator actually sees. Then the
+// kernel floor at the same connections and pacing (loopback_floor.h).
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "bench/bench_common.h"
+#include "bench/loopback_floor.h"
 #include "sim/asio.h"
 
 namespace servelab::bench {
@@ -197,5 +199,26 @@ int main(int argc, char** argv) {
   printf("sim CPU: %.2f s over the window (%.0f%% of one core), %.4f CPU s per 1,000 chunks\n", cpu,
          100 * cpu / wall, chunks > 0 ? 1000 * cpu / chunks : 0);
   printf("sim peak memory (VmHWM): %lld kB\n", peak_rss_kib);
+  // The same connections and pacing with bare write() and read(): what the
+  // kernel alone costs per chunk on the sim's core (loopback_floor.h).
+  const double round = time_scale * decode_seconds;
+  LoopbackFloor floor = MeasureLoopbackFloor({.connections = streams,
+                                              .round_seconds = round,
+                                              .sender_core = sim_core,
+                                              .receiver_core = client_core});
+  if (floor.ok) {
+    char pacing[64] = "round, unpaced";
+    if (round > 0) snprintf(pacing, sizeof pacing, "%g ms", round * 1e3);
+    printf(
+        "kernel floor (%d loopback connections, one 200-byte write each per %s, bare "
+        "write/epoll+read):\n",
+        streams, pacing);
+    printf("  sender: %.2f us CPU per chunk, %.2f of its core, %.0f chunks/s written\n",
+           floor.sender_us_per_chunk, floor.sender_core_share, floor.sent_per_second);
+    printf("  so one core writes at most %.0f chunks/s with one write per chunk\n",
+           floor.sender_us_per_chunk > 0 ? 1e6 / floor.sender_us_per_chunk : 0);
+    printf("  receiver: %.2f us CPU per chunk, %.2f of its core\n", floor.receiver_us_per_chunk,
+           floor.receiver_core_share);
+  }
   return counters.errors > 0 ? 1 : 0;
 }

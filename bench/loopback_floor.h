@@ -1,0 +1,43 @@
+// The kernel's own cost of a streamed chunk on this machine, with no server
+// or client code around it: the floor under the sim's chunks per core (P6),
+// the load generator's CPU per chunk (P3) and, where both cores reach 1.0,
+// the TTFT gap (P5). Plain C++ and POSIX, like bench_common.
+//
+// N loopback TCP connections. A sender thread write()s one chunk to every
+// connection per round, as the sim does once per decode step; a receiver
+// thread epoll_wait()s and read()s each ready connection once, the least a
+// client that stamps every chunk can do. Each thread is pinned to its own
+// core and timed by its own CPU clock, which on a kernel without
+// IRQ_TIME_ACCOUNTING includes the softirq work done in its syscalls (on
+// loopback, the sender's write runs the receiver's TCP stack too).
+#ifndef SERVELAB_BENCH_LOOPBACK_FLOOR_H_
+#define SERVELAB_BENCH_LOOPBACK_FLOOR_H_
+
+namespace servelab::bench {
+
+struct LoopbackFloorOptions {
+  int connections = 200;
+  // Time between rounds (a decode step); 0: the next round at once.
+  double round_seconds = 0.02;
+  int chunk_bytes = 200;  // about one SSE chunk of a completion stream
+  double warmup_seconds = 0.5;
+  double seconds = 3;  // measured window
+  int sender_core = 1;
+  int receiver_core = 0;
+};
+
+struct LoopbackFloor {
+  double sent_per_second = 0;      // chunks written in full
+  double received_per_second = 0;  // chunk-sized bytes read
+  double sender_us_per_chunk = 0;  // sender thread CPU per chunk written
+  double receiver_us_per_chunk = 0;
+  double sender_core_share = 0;  // sender thread CPU / wall
+  double receiver_core_share = 0;
+  bool ok = false;  // false (after printing why) if the sockets could not be set up
+};
+
+LoopbackFloor MeasureLoopbackFloor(const LoopbackFloorOptions& options);
+
+}  // namespace servelab::bench
+
+#endif  // SERVELAB_BENCH_LOOPBACK_FLOOR_H_
