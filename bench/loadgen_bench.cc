@@ -20,7 +20,8 @@
 // Run B (one per --rates R): 3 s of R req/s poisson, short requests;
 //   schedule lag = sent - planned (targets p99 <= 100 us at 1,000/s and
 //   <= 200 us at 5,000/s). Before it, the floor: how late an idle thread on
-//   the client core wakes from an absolute sleep.
+//   the client core wakes from an absolute sleep, and how often a thread
+//   that never sleeps is held up anyway (the host taking the vCPU).
 // After each run A, the kernel floor at the same connections and pacing
 // (loopback_floor.h): what bare write() and read() cost per chunk.
 #include <sched.h>
@@ -242,6 +243,31 @@ void TimerWakeFloor() {
   Figure("wake-up late p99", analysis::Percentile(late, 99) * 1e6, "us", "-");
 }
 
+// The other floor: how often the client core is taken from a thread that
+// never sleeps. A busy loop reads the clock for 3 s; a gap between two reads
+// is time the thread did not run (the guest's vCPU taken by the host, a
+// kernel thread). A request due in such a gap is late by it, whatever the
+// load generator does.
+void StallFloor() {
+  constexpr double kSeconds = 3;
+  const auto start = std::chrono::steady_clock::now();
+  auto previous = start;
+  int over_100us = 0, over_1ms = 0;
+  double longest = 0;
+  while (previous - start < std::chrono::duration<double>(kSeconds)) {
+    const auto now = std::chrono::steady_clock::now();
+    const double gap = std::chrono::duration<double>(now - previous).count();
+    over_100us += gap > 100e-6;
+    over_1ms += gap > 1e-3;
+    longest = std::max(longest, gap);
+    previous = now;
+  }
+  std::cout << "Stalls of a busy thread on the client core, no load, 3 s\n";
+  Figure("gaps > 100 us per second", over_100us / kSeconds, "1/s", "-");
+  Figure("gaps > 1 ms per second", over_1ms / kSeconds, "1/s", "-");
+  Figure("longest gap", longest * 1e6, "us", "-");
+}
+
 // Run B at `rate`: schedule lag of 3 s of short requests.
 void LagRun(const std::string& url, const std::string& dir, double rate) {
   const int n = static_cast<int>(rate * 3);
@@ -294,7 +320,10 @@ int Main(int argc, char** argv) {
     StreamsRun(url, dir, s, output_tokens, paced.pid);
     KernelFloor(s, decode_seconds, client_core, sim_core);
   }
-  if (!rates.empty()) TimerWakeFloor();
+  if (!rates.empty()) {
+    TimerWakeFloor();
+    StallFloor();
+  }
   for (double rate : rates) LagRun(url, dir, rate);
   paced.Stop();
 

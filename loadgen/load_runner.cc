@@ -294,10 +294,10 @@ awaitable<void> LoadRunner::Impl::Dispatch() {
       Clock::time_point arrival = due;
       if (due > Clock::now()) {
         error_code ec;
-        // Only a long wait is worth the spin: it costs at most a quarter of
-        // the idle time, and under a high rate the thread is not idle.
-        const bool spin = due - Clock::now() > 4 * kArrivalSpin;
-        arrival_timer_->expires_at(spin ? due - kArrivalSpin : due);
+        // The spin is at most a quarter of the wait: a short wait (a high
+        // rate, where the thread is seldom idle) spins for little.
+        const auto early = std::min<Clock::duration>(kArrivalSpin, (due - Clock::now()) / 4);
+        arrival_timer_->expires_at(due - early);
         co_await arrival_timer_->async_wait(asio::redirect_error(use_awaitable, ec));
         arrival = std::max(due, Clock::now());  // Fired early: Send waits out the rest.
       }
