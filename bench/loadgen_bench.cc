@@ -310,6 +310,7 @@ int Main(int argc, char** argv) {
   SimProcess paced, unpaced;
   if (!StartSim(sim_path, WriteStreamingSimConfig(dir, decode_seconds, 0.005, history), sim_core,
                 dir, {}, paced)) {
+    std::filesystem::remove_all(dir);
     return 1;
   }
   PinTo(client_core);
@@ -330,6 +331,7 @@ int Main(int argc, char** argv) {
   // No decode time: the sim writes tokens as fast as it can, several events per read.
   if (!StartSim(sim_path, WriteStreamingSimConfig(dir, 0, 0, 1000), sim_core, dir,
                 {"--time-scale", "0"}, unpaced)) {
+    std::filesystem::remove_all(dir);
     return 1;
   }
   RunOutput u = RunLoad(absl::StrCat("http://127.0.0.1:", unpaced.port), dir, "unpaced", 200, 200,

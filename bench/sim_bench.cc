@@ -143,6 +143,7 @@ int main(int argc, char** argv) {
   SimProcess sim_process;
   if (!StartSim(sim_path, config, sim_core, dir, {"--time-scale", std::to_string(time_scale)},
                 sim_process)) {
+    std::filesystem::remove_all(dir);
     return 1;
   }
   const pid_t sim = sim_process.pid;
