@@ -440,6 +440,20 @@ absl::StatusOr<std::map<v1::StageName, absl::Duration>> SqliteStore::MeanRecentS
   return mean;
 }
 
+absl::StatusOr<std::string> SqliteStore::LatestRunOf(v1::StageName stage, v1::StageStatus status) {
+  absl::MutexLock lock(&read_mu_);
+  // The newest end of stages_by_outcome's (name, action, status) range.
+  SERVELAB_ASSIGN_OR_RETURN(
+      Statement latest,
+      reader_->Prepare("SELECT experiment_id FROM stages WHERE name = ?1 AND action = ?2 AND "
+                       "status = ?3 AND ended_at IS NOT NULL ORDER BY ended_at DESC LIMIT 1"));
+  latest.BindInt(1, stage);
+  latest.BindInt(2, v1::STAGE_ACTION_RUN);
+  latest.BindInt(3, status);
+  SERVELAB_ASSIGN_OR_RETURN(bool found, latest.Step());
+  return found ? std::string(latest.ColumnText(0)) : std::string();
+}
+
 absl::StatusOr<std::vector<core::Event>> SqliteStore::ListEvents(std::string_view experiment_id) {
   absl::MutexLock lock(&mu_);
   SERVELAB_ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(*db_, TxnMode::kDeferred));

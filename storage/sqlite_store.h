@@ -73,6 +73,7 @@ class SqliteStore : public core::Store {
   absl::StatusOr<std::vector<core::ExperimentCount>> CountExperiments() override;
   absl::StatusOr<std::map<v1::StageName, absl::Duration>> MeanRecentStageDurations(
       int runs) override;
+  absl::StatusOr<std::string> LatestRunOf(v1::StageName stage, v1::StageStatus status) override;
   absl::StatusOr<std::vector<core::Event>> ListEvents(std::string_view experiment_id) override;
 
   absl::Status AppendRequests(const std::vector<v1::RequestRecord>& records,

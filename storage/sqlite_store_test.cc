@@ -243,6 +243,31 @@ TEST_F(SqliteStoreTest, CountsPerStateAndFailureClassNameTheNewest) {
   EXPECT_EQ((*counts)[1].latest_id, ids[3]);
 }
 
+// The last experiment on the lane is the one whose formal load ended last,
+// whatever the order of the ids (a resumed older experiment runs later).
+TEST_F(SqliteStoreTest, LatestRunOfIsTheStageThatEndedLast) {
+  auto latest = store_->LatestRunOf(v1::STAGE_FORMAL_LOAD, v1::STAGE_STATUS_SUCCEEDED);
+  ASSERT_THAT(latest, IsOk());
+  EXPECT_EQ(*latest, "");  // Nothing ran yet.
+  auto ran = [&](int64_t ended_at_seconds) {
+    v1::Experiment e = MakeExperiment("a", "sha-1");
+    v1::Stage& formal = *e.mutable_stages(1);
+    formal.set_status(v1::STAGE_STATUS_SUCCEEDED);
+    *formal.mutable_started_at() = Ts(ended_at_seconds - 1);
+    *formal.mutable_ended_at() = Ts(ended_at_seconds);
+    return Create(e);
+  };
+  const std::string later = ran(1'700'000'050);
+  ran(1'700'000'020);
+  Create(MakeExperiment("a", "sha-1"));  // Pending: never on the lane.
+  latest = store_->LatestRunOf(v1::STAGE_FORMAL_LOAD, v1::STAGE_STATUS_SUCCEEDED);
+  ASSERT_THAT(latest, IsOk());
+  EXPECT_EQ(*latest, later);
+  latest = store_->LatestRunOf(v1::STAGE_FORMAL_LOAD, v1::STAGE_STATUS_FAILED);
+  ASSERT_THAT(latest, IsOk());
+  EXPECT_EQ(*latest, "");
+}
+
 TEST_F(SqliteStoreTest, MeanRecentStageDurationsAverageTheNewestRunsOnly) {
   // MakeExperiment's freeze stage ran 1 s; a newer one ran 3 s.
   Create(MakeExperiment("a", "sha-1"));

@@ -357,15 +357,14 @@ absl::StatusOr<std::map<std::string, int64_t>> ControlPlane::CountByState() {
 }
 
 absl::StatusOr<std::string> ControlPlane::CacheState() {
-  // Newest first: the experiment that last used the lane is almost always on
-  // the first page.
-  std::string state;
-  SERVELAB_RETURN_IF_ERROR(
-      ForEachExperiment(store_, {.newest_first = true}, [&](const v1::Experiment& e) {
-        state = CacheStateLeftBy(e);
-        return state.empty();
-      }));
-  return state;
+  // Only a formal load that ran to its end leaves a state worth naming: the
+  // last of them is one index lookup, however many experiments were queued
+  // or cancelled since.
+  SERVELAB_ASSIGN_OR_RETURN(std::string last,
+                            store_.LatestRunOf(v1::STAGE_FORMAL_LOAD, v1::STAGE_STATUS_SUCCEEDED));
+  if (last.empty()) return std::string();
+  SERVELAB_ASSIGN_OR_RETURN(v1::Experiment e, store_.GetExperiment(last));
+  return CacheStateLeftBy(e);
 }
 
 absl::StatusOr<v1::Summary> ControlPlane::Summary() {

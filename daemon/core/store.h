@@ -99,6 +99,10 @@ class Store {
   // RUN stages (by end time); a stage that never ran successfully is absent.
   virtual absl::StatusOr<std::map<v1::StageName, absl::Duration>> MeanRecentStageDurations(
       int runs) = 0;
+  // The experiment whose RUN of `stage` most recently ended with `status`
+  // (by the stage's end time, so the last on the lane), "" if none; one
+  // descent of an index however long the history.
+  virtual absl::StatusOr<std::string> LatestRunOf(v1::StageName stage, v1::StageStatus status) = 0;
   // In order of seq.
   virtual absl::StatusOr<std::vector<Event>> ListEvents(std::string_view experiment_id) = 0;
 

@@ -60,6 +60,9 @@ class FailingStore : public Store {
       int runs) override {
     return base_.MeanRecentStageDurations(runs);
   }
+  absl::StatusOr<std::string> LatestRunOf(v1::StageName stage, v1::StageStatus status) override {
+    return base_.LatestRunOf(stage, status);
+  }
   absl::StatusOr<std::vector<Event>> ListEvents(std::string_view experiment_id) override {
     return base_.ListEvents(experiment_id);
   }

@@ -117,6 +117,26 @@ absl::StatusOr<std::vector<ExperimentCount>> FakeStore::CountExperiments() {
   return out;
 }
 
+absl::StatusOr<std::string> FakeStore::LatestRunOf(v1::StageName stage, v1::StageStatus status) {
+  absl::MutexLock lock(&mu_);
+  std::string latest;
+  int64_t latest_end = 0;
+  for (const v1::Experiment& e : experiments_) {
+    for (const v1::Stage& s : e.stages()) {
+      if (s.name() != stage || s.action() != v1::STAGE_ACTION_RUN || s.status() != status ||
+          !s.has_ended_at()) {
+        continue;
+      }
+      const int64_t end = s.ended_at().seconds() * 1'000'000'000LL + s.ended_at().nanos();
+      if (latest.empty() || end > latest_end) {
+        latest = e.id();
+        latest_end = end;
+      }
+    }
+  }
+  return latest;
+}
+
 absl::StatusOr<std::map<v1::StageName, absl::Duration>> FakeStore::MeanRecentStageDurations(
     int runs) {
   absl::MutexLock lock(&mu_);

@@ -29,6 +29,7 @@ class FakeStore : public Store {
   absl::StatusOr<std::vector<ExperimentCount>> CountExperiments() override;
   absl::StatusOr<std::map<v1::StageName, absl::Duration>> MeanRecentStageDurations(
       int runs) override;
+  absl::StatusOr<std::string> LatestRunOf(v1::StageName stage, v1::StageStatus status) override;
   absl::StatusOr<std::vector<Event>> ListEvents(std::string_view experiment_id) override;
   absl::Status AppendRequests(const std::vector<v1::RequestRecord>& records,
                               Durability durability) override;
