@@ -27,6 +27,15 @@ class MigrationsTest : public ::testing::Test {
     return db.ok() ? std::move(*db) : nullptr;
   }
 
+  // A database with the real schema as it was at `version`.
+  std::unique_ptr<SqliteDb> OpenAtVersion(size_t version) {
+    auto db = OpenDb();
+    absl::Span<const std::string_view> all = SchemaMigrations();
+    EXPECT_GE(all.size(), version + 1);
+    EXPECT_THAT(Migrate(*db, all.subspan(0, version)), IsOk());
+    return db;
+  }
+
   static int64_t UserVersion(SqliteDb& db) { return db.QueryInt("PRAGMA user_version").value(); }
 
   static std::vector<std::string> Tables(SqliteDb& db) {
@@ -73,10 +82,7 @@ TEST_F(MigrationsTest, AppliesOnlyMissingSteps) {
 // A database from before workload.repeats keeps its records, each run 1,
 // and the run joins the key.
 TEST_F(MigrationsTest, RequestsFromVersionTwoBecomeRunOne) {
-  auto db = OpenDb();
-  absl::Span<const std::string_view> all = SchemaMigrations();
-  ASSERT_GE(all.size(), 3u);
-  ASSERT_THAT(Migrate(*db, all.subspan(0, 2)), IsOk());
+  auto db = OpenAtVersion(2);
   ASSERT_THAT(db->Exec("INSERT INTO specs VALUES ('h', '{}', x'');"
                        "INSERT INTO experiments (id, seq, scenario, state, spec_sha256, "
                        "failure_class, experiment) VALUES ('exp-1', 1, 's', 3, 'h', 0, x'');"
@@ -98,10 +104,7 @@ TEST_F(MigrationsTest, RequestsFromVersionTwoBecomeRunOne) {
 // The summary's counts start from the rows already stored and then follow
 // every insert, state change and delete, in the same transaction.
 TEST_F(MigrationsTest, ExperimentCountsStartFromStoredRowsAndFollowEveryWrite) {
-  auto db = OpenDb();
-  absl::Span<const std::string_view> all = SchemaMigrations();
-  ASSERT_GE(all.size(), 5u);
-  ASSERT_THAT(Migrate(*db, all.subspan(0, 4)), IsOk());
+  auto db = OpenAtVersion(4);
   ASSERT_THAT(db->Exec("INSERT INTO specs VALUES ('h', '{}', x'');"
                        "INSERT INTO experiments (id, seq, scenario, state, spec_sha256, "
                        "failure_class, experiment) VALUES ('exp-1', 1, 's', 3, 'h', 0, x''), "
