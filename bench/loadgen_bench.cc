@@ -201,23 +201,26 @@ void StreamsRun(const std::string& url, const std::string& dir, int streams, int
 }
 
 // The kernel's share of run A's cost: the same connections and pacing with
-// bare write() and read() and nothing else (loopback_floor.h). The client's
-// CPU per chunk cannot go below the receiver's figure here.
+// nothing but the kernel, one syscall per chunk (as Asio, and so the client,
+// pays today) and io_uring (loopback_floor.h). The client's CPU per chunk
+// cannot go below the receiver's figure of the interface it uses.
 void KernelFloor(int streams, double decode_seconds, int client_core, int sim_core) {
-  LoopbackFloor floor = MeasureLoopbackFloor({.connections = streams,
-                                              .round_seconds = decode_seconds,
-                                              .sender_core = sim_core,
-                                              .receiver_core = client_core});
-  if (!floor.ok) return;
-  std::cout << absl::StrFormat(
-      "Kernel floor, %d loopback connections, one 200-byte chunk each per %.0f ms, bare "
-      "write/epoll+read\n",
-      streams, decode_seconds * 1e3);
-  Figure("chunks/s received", floor.received_per_second, "chunks/s", "-");
-  Figure("receiver CPU per chunk (floor under client's)", floor.receiver_us_per_chunk, "us", "-");
-  Figure("sender CPU per chunk", floor.sender_us_per_chunk, "us", "-");
-  Figure("receiver core share", floor.receiver_core_share, "cores", "-");
-  Figure("sender core share", floor.sender_core_share, "cores", "-");
+  for (KernelInterface interface : {KernelInterface::kSyscallPerChunk, KernelInterface::kIoUring}) {
+    LoopbackFloor floor = MeasureLoopbackFloor({.connections = streams,
+                                                .round_seconds = decode_seconds,
+                                                .sender_core = sim_core,
+                                                .receiver_core = client_core,
+                                                .interface = interface});
+    if (!floor.ok) continue;
+    std::cout << absl::StrFormat(
+        "Kernel floor, %d loopback connections, one 200-byte chunk each per %.0f ms, %s\n", streams,
+        decode_seconds * 1e3, Describe(interface));
+    Figure("chunks/s received", floor.received_per_second, "chunks/s", "-");
+    Figure("receiver CPU per chunk (floor under client's)", floor.receiver_us_per_chunk, "us", "-");
+    Figure("sender CPU per chunk", floor.sender_us_per_chunk, "us", "-");
+    Figure("receiver core share", floor.receiver_core_share, "cores", "-");
+    Figure("sender core share", floor.sender_core_share, "cores", "-");
+  }
 }
 
 // The floor under schedule lag on this machine: how late a thread that

@@ -7,18 +7,17 @@
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench/loopback_floor_threads.h"
+
 namespace servelab::bench {
-namespace {
+namespace floor_threads {
 
 double Now(clockid_t clock) {
   timespec t;
@@ -33,6 +32,68 @@ void PinThisThread(int core) {
   CPU_SET(core, &set);
   pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
+
+bool Window::Track(long long count) {
+  const double now = Now(CLOCK_MONOTONIC);
+  if (!started && now >= start) {
+    started = true;
+    cpu_at_start = Now(CLOCK_THREAD_CPUTIME_ID);
+    count_at_start = count;
+  }
+  if (now < end) return true;
+  cpu_at_end = Now(CLOCK_THREAD_CPUTIME_ID);
+  count_at_end = count;
+  return false;
+}
+
+void WaitForNextRound(const LoopbackFloorOptions& o, double& round_at) {
+  if (o.round_seconds <= 0) return;
+  round_at += o.round_seconds;
+  const double now = Now(CLOCK_MONOTONIC);
+  if (round_at < now) round_at = now;
+  const timespec at{.tv_sec = static_cast<time_t>(round_at),
+                    .tv_nsec = static_cast<long>((round_at - static_cast<time_t>(round_at)) * 1e9)};
+  clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, nullptr);
+}
+
+bool SendWithWrite(const LoopbackFloorOptions& o, const std::vector<int>& fds, Window& w) {
+  PinThisThread(o.sender_core);
+  const std::string chunk(static_cast<size_t>(o.chunk_bytes), 'x');
+  long long sent = 0;
+  double round_at = Now(CLOCK_MONOTONIC);
+  while (w.Track(sent)) {
+    for (int fd : fds) {
+      if (write(fd, chunk.data(), chunk.size()) == static_cast<ssize_t>(chunk.size())) ++sent;
+    }
+    WaitForNextRound(o, round_at);
+  }
+  return true;
+}
+
+bool ReceiveWithEpoll(const LoopbackFloorOptions& o, const std::vector<int>& fds, Window& w) {
+  PinThisThread(o.receiver_core);
+  const int epoll = epoll_create1(0);
+  for (size_t i = 0; i < fds.size(); ++i) {
+    epoll_event e{.events = EPOLLIN, .data = {.u64 = i}};
+    epoll_ctl(epoll, EPOLL_CTL_ADD, fds[i], &e);
+  }
+  std::vector<epoll_event> ready(512);
+  std::vector<char> buffer(64 * 1024);
+  long long bytes = 0;
+  while (w.Track(bytes / o.chunk_bytes)) {
+    const int n = epoll_wait(epoll, ready.data(), static_cast<int>(ready.size()), 10);
+    for (int i = 0; i < n; ++i) {
+      const ssize_t got = read(fds[ready[i].data.u64], buffer.data(), buffer.size());
+      if (got > 0) bytes += got;
+    }
+  }
+  close(epoll);
+  return true;
+}
+
+}  // namespace floor_threads
+
+namespace {
 
 // The pairs of connected sockets, closed on destruction.
 struct Connections {
@@ -71,82 +132,29 @@ bool Connect(int n, Connections& c) {
   return ok;
 }
 
-// A thread's work counted over the measured window only.
-struct Window {
-  double start, end;  // CLOCK_MONOTONIC
-  double cpu_at_start = 0, cpu_at_end = 0;
-  long long count_at_start = 0, count_at_end = 0;
-  bool started = false;
-
-  // Call with the running count; false once the window is over.
-  bool Track(long long count) {
-    const double now = Now(CLOCK_MONOTONIC);
-    if (!started && now >= start) {
-      started = true;
-      cpu_at_start = Now(CLOCK_THREAD_CPUTIME_ID);
-      count_at_start = count;
-    }
-    if (now < end) return true;
-    cpu_at_end = Now(CLOCK_THREAD_CPUTIME_ID);
-    count_at_end = count;
-    return false;
-  }
-  long long Count() const { return count_at_end - count_at_start; }
-  double Cpu() const { return cpu_at_end - cpu_at_start; }
-};
-
-void Send(const LoopbackFloorOptions& o, const std::vector<int>& fds, Window& w) {
-  PinThisThread(o.sender_core);
-  const std::string chunk(static_cast<size_t>(o.chunk_bytes), 'x');
-  long long sent = 0;
-  double round_at = Now(CLOCK_MONOTONIC);
-  while (w.Track(sent)) {
-    for (int fd : fds) {
-      if (write(fd, chunk.data(), chunk.size()) == static_cast<ssize_t>(chunk.size())) ++sent;
-    }
-    if (o.round_seconds <= 0) continue;
-    round_at += o.round_seconds;
-    const double now = Now(CLOCK_MONOTONIC);
-    if (round_at < now) round_at = now;  // behind: no catch-up burst
-    const timespec at{
-        .tv_sec = static_cast<time_t>(round_at),
-        .tv_nsec = static_cast<long>((round_at - static_cast<time_t>(round_at)) * 1e9)};
-    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, nullptr);
-  }
-}
-
-void Receive(const LoopbackFloorOptions& o, const std::vector<int>& fds, Window& w) {
-  PinThisThread(o.receiver_core);
-  const int epoll = epoll_create1(0);
-  for (size_t i = 0; i < fds.size(); ++i) {
-    epoll_event e{.events = EPOLLIN, .data = {.u64 = i}};
-    epoll_ctl(epoll, EPOLL_CTL_ADD, fds[i], &e);
-  }
-  std::vector<epoll_event> ready(512);
-  std::vector<char> buffer(64 * 1024);
-  long long bytes = 0;
-  while (w.Track(bytes / o.chunk_bytes)) {
-    const int n = epoll_wait(epoll, ready.data(), static_cast<int>(ready.size()), 10);
-    for (int i = 0; i < n; ++i) {
-      const ssize_t got = read(fds[ready[i].data.u64], buffer.data(), buffer.size());
-      if (got > 0) bytes += got;
-    }
-  }
-  close(epoll);
-}
-
 }  // namespace
 
+const char* Describe(KernelInterface interface) {
+  return interface == KernelInterface::kIoUring ? "io_uring" : "write/epoll+read";
+}
+
 LoopbackFloor MeasureLoopbackFloor(const LoopbackFloorOptions& o) {
+  using namespace floor_threads;
   LoopbackFloor floor;
   Connections c;
   if (!Connect(o.connections, c)) return floor;
   const double start = Now(CLOCK_MONOTONIC) + o.warmup_seconds;
   Window sent{.start = start, .end = start + o.seconds};
   Window received = sent;
-  std::thread sender([&] { Send(o, c.sending, sent); });
-  Receive(o, c.receiving, received);
+  const bool uring = o.interface == KernelInterface::kIoUring;
+  bool sender_ok = false;
+  std::thread sender([&] {
+    sender_ok = uring ? SendWithIoUring(o, c.sending, sent) : SendWithWrite(o, c.sending, sent);
+  });
+  const bool receiver_ok = uring ? ReceiveWithIoUring(o, c.receiving, received)
+                                 : ReceiveWithEpoll(o, c.receiving, received);
   sender.join();
+  if (!sender_ok || !receiver_ok) return floor;
   const double wall = o.seconds;
   floor.sent_per_second = static_cast<double>(sent.Count()) / wall;
   floor.received_per_second = static_cast<double>(received.Count()) / wall;

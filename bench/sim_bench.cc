@@ -114,6 +114,21 @@ awaitable<void> Stream(tcp::endpoint endpoint, std::string request, Counters& co
   }
 }
 
+void PrintKernelFloor(const LoopbackFloor& floor, int streams, double round,
+                      KernelInterface interface) {
+  if (!floor.ok) return;
+  char pacing[64] = "round, unpaced";
+  if (round > 0) snprintf(pacing, sizeof pacing, "%g ms", round * 1e3);
+  printf("kernel floor (%d loopback connections, one 200-byte chunk each per %s, %s):\n", streams,
+         pacing, Describe(interface));
+  printf("  sender: %.2f us CPU per chunk, %.2f of its core, %.0f chunks/s sent\n",
+         floor.sender_us_per_chunk, floor.sender_core_share, floor.sent_per_second);
+  printf("  so one core sends at most %.0f chunks/s this way\n",
+         floor.sender_us_per_chunk > 0 ? 1e6 / floor.sender_us_per_chunk : 0);
+  printf("  receiver: %.2f us CPU per chunk, %.2f of its core\n", floor.receiver_us_per_chunk,
+         floor.receiver_core_share);
+}
+
 }  // namespace
 }  // namespace servelab::bench
 
@@ -200,26 +215,17 @@ int main(int argc, char** argv) {
   printf("sim CPU: %.2f s over the window (%.0f%% of one core), %.4f CPU s per 1,000 chunks\n", cpu,
          100 * cpu / wall, chunks > 0 ? 1000 * cpu / chunks : 0);
   printf("sim peak memory (VmHWM): %lld kB\n", peak_rss_kib);
-  // The same connections and pacing with bare write() and read(): what the
-  // kernel alone costs per chunk on the sim's core (loopback_floor.h).
+  // The same connections and pacing with nothing but the kernel: what it
+  // alone costs per chunk on the sim's core, with one syscall per chunk (as
+  // the sim pays today, through Asio) and with io_uring (loopback_floor.h).
   const double round = time_scale * decode_seconds;
-  LoopbackFloor floor = MeasureLoopbackFloor({.connections = streams,
-                                              .round_seconds = round,
-                                              .sender_core = sim_core,
-                                              .receiver_core = client_core});
-  if (floor.ok) {
-    char pacing[64] = "round, unpaced";
-    if (round > 0) snprintf(pacing, sizeof pacing, "%g ms", round * 1e3);
-    printf(
-        "kernel floor (%d loopback connections, one 200-byte write each per %s, bare "
-        "write/epoll+read):\n",
-        streams, pacing);
-    printf("  sender: %.2f us CPU per chunk, %.2f of its core, %.0f chunks/s written\n",
-           floor.sender_us_per_chunk, floor.sender_core_share, floor.sent_per_second);
-    printf("  so one core writes at most %.0f chunks/s with one write per chunk\n",
-           floor.sender_us_per_chunk > 0 ? 1e6 / floor.sender_us_per_chunk : 0);
-    printf("  receiver: %.2f us CPU per chunk, %.2f of its core\n", floor.receiver_us_per_chunk,
-           floor.receiver_core_share);
+  for (KernelInterface interface : {KernelInterface::kSyscallPerChunk, KernelInterface::kIoUring}) {
+    PrintKernelFloor(MeasureLoopbackFloor({.connections = streams,
+                                           .round_seconds = round,
+                                           .sender_core = sim_core,
+                                           .receiver_core = client_core,
+                                           .interface = interface}),
+                     streams, round, interface);
   }
   return counters.errors > 0 ? 1 : 0;
 }
