@@ -17,7 +17,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
   libsqlite3-dev libssl-dev libboost-dev libyaml-cpp-dev libcli11-dev
-  libgtest-dev libgmock-dev liburing-dev curl sqlite3 clang-format git prometheus
+  libgtest-dev libgmock-dev liburing-dev libsimdjson-dev rapidjson-dev curl sqlite3 clang-format git prometheus
   python3-grpcio python3-protobuf systemd
   chromium fonts-liberation zlib1g-dev slurm-wlm munge openssl util-linux
 )

@@ -5,7 +5,8 @@
 // Input: one byte choosing the mode, then either a whole HTTP request (mode
 // 0: routed by its path, as Server::Dispatch does) or a request body for
 // /v1/completions, /v1/chat/completions or /generate (modes 1-3).
-// Checks: a parsed body written with ToJson parses back to the same text.
+// Checks: ParseJson (simdjson) and ParseJsonByHand agree; a parsed body
+// written with ToJson parses back to the same text.
 #include <string>
 
 #include "fuzz/fuzz_input.h"
@@ -19,6 +20,11 @@ namespace {
 
 void ParseBody(std::string_view body, int mode) {
   absl::StatusOr<sim::JsonValue> json = sim::ParseJson({body.data(), body.size()});
+  // The fast reader (simdjson) answers as the hand-written one does.
+  absl::StatusOr<sim::JsonValue> by_hand = sim::ParseJsonByHand({body.data(), body.size()});
+  SERVELAB_FUZZ_CHECK(json.ok() == by_hand.ok());
+  SERVELAB_FUZZ_CHECK(json.ok() ? sim::ToJson(*json) == sim::ToJson(*by_hand)
+                                : json.status() == by_hand.status());
   if (!json.ok()) return;
   const std::string written = sim::ToJson(*json);
   absl::StatusOr<sim::JsonValue> reread = sim::ParseJson(written);

@@ -1,6 +1,8 @@
 #include "loadgen/sse.h"
 
-#include <charconv>
+#include <simdjson.h>
+
+#include <string>
 
 #include "absl/strings/str_cat.h"
 
@@ -40,182 +42,85 @@ void SseParser::Feed(absl::string_view bytes,
 
 namespace {
 
-// A minimal JSON reader over the chunk: walks the structure, extracting only
-// the fields we need and skipping everything else without allocating.
-class Reader {
- public:
-  explicit Reader(absl::string_view s) : s_(s) {}
+using simdjson::dom::element;
+using simdjson::dom::object;
 
-  bool ok() const { return ok_; }
-  void Fail() { ok_ = false; }
+// A count as an int; a float is truncated and anything else (null) is 0, as
+// a server's oddity here is not worth failing the request for.
+int32_t Count(element e) {
+  if (int64_t i; e.get_int64().get(i) == simdjson::SUCCESS) return static_cast<int32_t>(i);
+  if (double d; e.get_double().get(d) == simdjson::SUCCESS) return static_cast<int32_t>(d);
+  return 0;
+}
 
-  void Ws() {
-    while (pos_ < s_.size() &&
-           (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t')) {
-      ++pos_;
-    }
-  }
-  bool Peek(char c) {
-    Ws();
-    return pos_ < s_.size() && s_[pos_] == c;
-  }
-  bool Eat(char c) {
-    if (!Peek(c)) return false;
-    ++pos_;
-    return true;
-  }
-  // The raw (still escaped) contents of a string.
-  absl::string_view String() {
-    if (!Eat('"')) {
-      Fail();
-      return {};
-    }
-    size_t start = pos_;
-    while (pos_ < s_.size() && s_[pos_] != '"') pos_ += s_[pos_] == '\\' ? 2 : 1;
-    if (pos_ >= s_.size()) {
-      Fail();
-      return {};
-    }
-    return s_.substr(start, pos_++ - start);
-  }
-  int64_t Int() {
-    Ws();
-    int64_t v = 0;
-    auto [p, ec] = std::from_chars(s_.data() + pos_, s_.data() + s_.size(), v);
-    if (ec != std::errc()) {
-      SkipValue();  // A float or null where an int was expected: not fatal.
-      return 0;
-    }
-    pos_ = static_cast<size_t>(p - s_.data());
-    // Skip a fraction or exponent if present.
-    while (pos_ < s_.size() &&
-           (s_[pos_] == '.' || s_[pos_] == 'e' || s_[pos_] == 'E' || s_[pos_] == '+' ||
-            s_[pos_] == '-' || (s_[pos_] >= '0' && s_[pos_] <= '9'))) {
-      ++pos_;
-    }
-    return v;
-  }
-  void SkipValue(int depth = 0) {
-    Ws();
-    if (pos_ >= s_.size() || depth > 64) return Fail();
-    char c = s_[pos_];
-    if (c == '"') {
-      String();
-    } else if (c == '{') {
-      ForEachKey([&](absl::string_view) { SkipValue(depth + 1); });
-    } else if (c == '[') {
-      ForEachItem([&](int) { SkipValue(depth + 1); });
-    } else {
-      while (pos_ < s_.size() && s_[pos_] != ',' && s_[pos_] != '}' && s_[pos_] != ']' &&
-             s_[pos_] != ' ') {
-        ++pos_;
+bool NonEmptyString(element e) {
+  std::string_view s;
+  return e.get_string().get(s) == simdjson::SUCCESS && !s.empty();
+}
+
+void ReadUsage(element e, StreamChunk& c) {
+  object usage;
+  if (e.get_object().get(usage) != simdjson::SUCCESS) return;  // null
+  c.has_usage = true;
+  for (auto [key, value] : usage) {
+    if (key == "prompt_tokens") {
+      c.prompt_tokens = Count(value);
+    } else if (key == "completion_tokens") {
+      c.completion_tokens = Count(value);
+    } else if (object details; key == "prompt_tokens_details" &&
+                               value.get_object().get(details) == simdjson::SUCCESS) {
+      for (auto [k, v] : details) {
+        if (k == "cached_tokens") c.cached_tokens = Count(v);
       }
     }
   }
-  // Calls f(key) with the reader at the key's value; f must consume it.
-  template <typename F>
-  void ForEachKey(F f) {
-    if (!Eat('{')) return Fail();
-    if (Eat('}')) return;
-    while (ok_) {
-      absl::string_view key = String();
-      if (!ok_ || !Eat(':')) return Fail();
-      f(key);
-      if (Eat(',')) continue;
-      if (!Eat('}')) Fail();
-      return;
-    }
-  }
-  template <typename F>
-  void ForEachItem(F f) {
-    if (!Eat('[')) return Fail();
-    if (Eat(']')) return;
-    for (int i = 0; ok_; ++i) {
-      f(i);
-      if (Eat(',')) continue;
-      if (!Eat(']')) Fail();
-      return;
-    }
-  }
-
- private:
-  absl::string_view s_;
-  size_t pos_ = 0;
-  bool ok_ = true;
-};
-
-void ReadUsage(Reader& r, StreamChunk& c) {
-  if (!r.Peek('{')) return r.SkipValue();  // null
-  c.has_usage = true;
-  r.ForEachKey([&](absl::string_view key) {
-    if (key == "prompt_tokens") {
-      c.prompt_tokens = static_cast<int32_t>(r.Int());
-    } else if (key == "completion_tokens") {
-      c.completion_tokens = static_cast<int32_t>(r.Int());
-    } else if (key == "prompt_tokens_details" && r.Peek('{')) {
-      r.ForEachKey([&](absl::string_view k) {
-        if (k == "cached_tokens") {
-          c.cached_tokens = static_cast<int32_t>(r.Int());
-        } else {
-          r.SkipValue();
-        }
-      });
-    } else {
-      r.SkipValue();
-    }
-  });
 }
 
-void ReadChoice(Reader& r, StreamChunk& c, v1::Api api) {
-  if (!r.Peek('{')) return r.SkipValue();
-  r.ForEachKey([&](absl::string_view key) {
-    if (api != v1::API_CHAT_COMPLETIONS && key == "text" && r.Peek('"')) {
-      c.has_tokens = !r.String().empty();
-    } else if (api == v1::API_CHAT_COMPLETIONS && key == "delta" && r.Peek('{')) {
-      r.ForEachKey([&](absl::string_view k) {
-        if (k == "content" && r.Peek('"')) {
-          c.has_tokens = !r.String().empty();
-        } else {
-          r.SkipValue();
-        }
-      });
-    } else {
-      r.SkipValue();
+void ReadChoice(element e, StreamChunk& c, v1::Api api) {
+  object choice;
+  if (e.get_object().get(choice) != simdjson::SUCCESS) return;
+  for (auto [key, value] : choice) {
+    if (api != v1::API_CHAT_COMPLETIONS && key == "text" && value.is_string()) {
+      c.has_tokens = NonEmptyString(value);
+    } else if (object delta; api == v1::API_CHAT_COMPLETIONS && key == "delta" &&
+                             value.get_object().get(delta) == simdjson::SUCCESS) {
+      for (auto [k, v] : delta) {
+        if (k == "content" && v.is_string()) c.has_tokens = NonEmptyString(v);
+      }
     }
-  });
+  }
 }
 
 // SGLang's /generate meta_info: running totals, cached_tokens always present.
-void ReadMetaInfo(Reader& r, StreamChunk& c) {
-  if (!r.Peek('{')) return r.SkipValue();
+void ReadMetaInfo(element e, StreamChunk& c) {
+  object meta;
+  if (e.get_object().get(meta) != simdjson::SUCCESS) return;
   c.has_usage = true;
   c.counts_are_cumulative = true;
-  r.ForEachKey([&](absl::string_view key) {
+  for (auto [key, value] : meta) {
     if (key == "prompt_tokens") {
-      c.prompt_tokens = static_cast<int32_t>(r.Int());
+      c.prompt_tokens = Count(value);
     } else if (key == "completion_tokens") {
-      c.completion_tokens = static_cast<int32_t>(r.Int());
+      c.completion_tokens = Count(value);
     } else if (key == "cached_tokens") {
-      c.cached_tokens = static_cast<int32_t>(r.Int());
-    } else {
-      r.SkipValue();
+      c.cached_tokens = Count(value);
     }
-  });
+  }
 }
 
-void ReadError(Reader& r, StreamChunk& c) {
-  if (r.Peek('"')) {
-    c.error = std::string(r.String());
+void ReadError(element e, StreamChunk& c) {
+  if (std::string_view text; e.get_string().get(text) == simdjson::SUCCESS) {
+    c.error = std::string(text);
     return;
   }
-  if (!r.Peek('{')) return r.SkipValue();
-  r.ForEachKey([&](absl::string_view key) {
-    if (key == "message" && r.Peek('"')) {
-      c.error = std::string(r.String());
-    } else {
-      r.SkipValue();
+  object error;
+  if (e.get_object().get(error) != simdjson::SUCCESS) return;  // null
+  for (auto [key, value] : error) {
+    std::string_view message;
+    if (key == "message" && value.get_string().get(message) == simdjson::SUCCESS) {
+      c.error = std::string(message);
     }
-  });
+  }
   if (c.error.empty()) c.error = "error chunk without a message";
 }
 
@@ -227,29 +132,29 @@ StreamChunk ParseStreamChunk(absl::string_view data, v1::Api api) {
     c.done = true;
     return c;
   }
-  Reader r(data);
-  r.ForEachKey([&](absl::string_view key) {
-    if (key == "choices" && r.Peek('[')) {
-      r.ForEachItem([&](int i) {
-        if (i == 0) {
-          ReadChoice(r, c, api);
-        } else {
-          r.SkipValue();
-        }
-      });
-    } else if (key == "usage") {
-      ReadUsage(r, c);
-    } else if (key == "meta_info" && api == v1::API_GENERATE) {
-      ReadMetaInfo(r, c);
-    } else if (key == "error") {
-      ReadError(r, c);
-    } else {
-      r.SkipValue();
-    }
-  });
-  if (!r.ok()) {
-    c = StreamChunk{};
+  // simdjson, about 4 times faster than the hand-written reader it replaced
+  // (bench/json_bench; docs/design.md §10). One parser per thread keeps its
+  // buffers between chunks.
+  thread_local simdjson::dom::parser parser;
+  object root;
+  if (parser.parse(data.data(), data.size()).get_object().get(root) != simdjson::SUCCESS) {
     c.error = absl::StrCat("malformed stream chunk: ", data.substr(0, 200));
+    return c;
+  }
+  for (auto [key, value] : root) {
+    if (simdjson::dom::array choices;
+        key == "choices" && value.get_array().get(choices) == simdjson::SUCCESS) {
+      for (element first : choices) {
+        ReadChoice(first, c, api);
+        break;
+      }
+    } else if (key == "usage") {
+      ReadUsage(value, c);
+    } else if (key == "meta_info" && api == v1::API_GENERATE) {
+      ReadMetaInfo(value, c);
+    } else if (key == "error") {
+      ReadError(value, c);
+    }
   }
   return c;
 }

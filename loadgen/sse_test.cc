@@ -93,5 +93,26 @@ TEST(ParseStreamChunkTest, DoneErrorAndMalformed) {
               HasSubstr("malformed"));
 }
 
+// What a server may send oddly is read leniently (a float count, a null
+// usage, a bare error string); what is not JSON at all fails the request,
+// even where the chunk holds nothing the load generator reads.
+TEST(ParseStreamChunkTest, OddFieldsAreReadAndBrokenJsonAnywhereIsMalformed) {
+  StreamChunk c =
+      ParseStreamChunk(R"({"choices":[],"usage":{"prompt_tokens":12.7,"completion_tokens":null}})",
+                       v1::API_COMPLETIONS);
+  EXPECT_TRUE(c.has_usage);
+  EXPECT_EQ(c.prompt_tokens, 12);
+  EXPECT_EQ(c.completion_tokens, 0);
+  EXPECT_EQ(c.cached_tokens, -1);
+  EXPECT_FALSE(ParseStreamChunk(R"({"usage":null})", v1::API_COMPLETIONS).has_usage);
+  EXPECT_EQ(ParseStreamChunk(R"({"error":"busy \"now\""})", v1::API_COMPLETIONS).error,
+            "busy \"now\"");
+  EXPECT_EQ(ParseStreamChunk(R"({"error":{"code":500}})", v1::API_COMPLETIONS).error,
+            "error chunk without a message");
+  EXPECT_THAT(ParseStreamChunk(R"({"id":x,"choices":[{"text":"a"}]})", v1::API_COMPLETIONS).error,
+              HasSubstr("malformed"));
+  EXPECT_THAT(ParseStreamChunk(R"([1,2])", v1::API_COMPLETIONS).error, HasSubstr("malformed"));
+}
+
 }  // namespace
 }  // namespace servelab::loadgen

@@ -1,8 +1,11 @@
 #include "sim/json.h"
 
+#include <simdjson.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/json_quote.h"
@@ -290,9 +293,75 @@ class Parser {
   size_t pos_ = 0;
 };
 
+// An escaped lone surrogate is valid JSON to simdjson, and unescapes to
+// bytes that are not UTF-8; the hand-written reader refuses it.
+bool IsUtf8(std::string_view s) {
+  return FirstInvalidUtf8(absl::string_view(s.data(), s.size())) == s.size();
+}
+
+// simdjson's tree as a JsonValue; nullopt for what the hand-written reader
+// must decide (see ParseJson in json.h).
+std::optional<JsonValue> FromSimdjson(simdjson::dom::element e, int depth) {
+  using simdjson::dom::element_type;
+  if (depth > kMaxDepth) return std::nullopt;
+  switch (e.type()) {
+    case element_type::NULL_VALUE:
+      return JsonValue();
+    case element_type::BOOL:
+      return JsonValue::Bool(e.get_bool().value_unsafe());
+    case element_type::INT64:
+      return JsonValue::Number(static_cast<double>(e.get_int64().value_unsafe()), true);
+    case element_type::UINT64:
+      return JsonValue::Number(static_cast<double>(e.get_uint64().value_unsafe()), true);
+    case element_type::DOUBLE:
+      return JsonValue::Number(e.get_double().value_unsafe(), false);
+    case element_type::STRING: {
+      const std::string_view s = e.get_string().value_unsafe();
+      if (!IsUtf8(s)) return std::nullopt;
+      return JsonValue::String(std::string(s));
+    }
+    case element_type::ARRAY: {
+      const simdjson::dom::array array = e.get_array().value_unsafe();
+      std::vector<JsonValue> items;
+      items.reserve(array.size());
+      for (simdjson::dom::element item : array) {
+        std::optional<JsonValue> v = FromSimdjson(item, depth + 1);
+        if (!v.has_value()) return std::nullopt;
+        items.push_back(*std::move(v));
+      }
+      return JsonValue::Array(std::move(items));
+    }
+    case element_type::OBJECT: {
+      const simdjson::dom::object object = e.get_object().value_unsafe();
+      std::vector<std::pair<std::string, JsonValue>> members;
+      members.reserve(object.size());
+      for (simdjson::dom::key_value_pair member : object) {
+        if (!IsUtf8(member.key)) return std::nullopt;
+        std::optional<JsonValue> v = FromSimdjson(member.value, depth + 1);
+        if (!v.has_value()) return std::nullopt;
+        members.emplace_back(std::string(member.key), *std::move(v));
+      }
+      return JsonValue::Object(std::move(members));
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-absl::StatusOr<JsonValue> ParseJson(absl::string_view text) { return Parser(text).ParseDocument(); }
+absl::StatusOr<JsonValue> ParseJson(absl::string_view text) {
+  // One parser per thread keeps its buffers between requests.
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(text.data(), text.size()).get(root) == simdjson::SUCCESS) {
+    if (std::optional<JsonValue> v = FromSimdjson(root, 0); v.has_value()) return *std::move(v);
+  }
+  return ParseJsonByHand(text);
+}
+
+absl::StatusOr<JsonValue> ParseJsonByHand(absl::string_view text) {
+  return Parser(text).ParseDocument();
+}
 
 namespace {
 void AppendJson(const JsonValue& v, std::string& out) {

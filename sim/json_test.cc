@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "tests/testing/status_matchers.h"
 
 namespace servelab::sim {
@@ -93,6 +96,42 @@ TEST(JsonTest, IntegralDoubleKeepsItsFraction) {
 
 TEST(JsonTest, RejectsDeepNesting) {
   EXPECT_FALSE(ParseJson(std::string(100, '[') + std::string(100, ']')).ok());
+}
+
+// ParseJson reads with simdjson and leaves the rest to the hand-written
+// reader; either way the answer, or the error, is the hand-written one's.
+TEST(JsonTest, ParseJsonAgreesWithTheHandWrittenReader) {
+  const std::vector<std::string> texts = {
+      R"({"prompt":[1,2,3],"max_tokens":16,"stream":true,"user":"exp-1/formal/1"})",
+      R"( { "a" : [ ] , "b" : { } , "c" : null , "d" : false } )",
+      R"({"k":1,"k":2})",  // duplicate key: the last wins
+      R"([9223372036854775807,-9223372036854775808,9223372036854775808])",
+      R"([18446744073709551615,99999999999999991611392,-0,0.5,1e2,1E-2])",
+      R"(["\u00e9\ud83d\ude00","\n\t\"\\\/"])",  // escapes and a surrogate pair
+      R"(["\ud800"])",
+      R"(["\udc00x"])",                             // lone surrogates: refused
+      "{\"p\":\"a\xff\"}",                          // not UTF-8: refused
+      std::string(64, '[') + std::string(64, ']'),  // as deep as allowed
+      std::string(65, '[') + std::string(65, ']'),  // one too deep: refused
+      R"({"a":1,})",
+      R"([1 2])",
+      R"({"a" 1})",
+      "",
+      "   ",
+      "01",
+      "1e400",
+      R"("x)",
+      "[1]x"};
+  for (const std::string& text : texts) {
+    absl::StatusOr<JsonValue> fast = ParseJson(text);
+    absl::StatusOr<JsonValue> by_hand = ParseJsonByHand(text);
+    ASSERT_EQ(fast.ok(), by_hand.ok()) << text;
+    if (fast.ok()) {
+      EXPECT_EQ(ToJson(*fast), ToJson(*by_hand)) << text;
+    } else {
+      EXPECT_EQ(fast.status(), by_hand.status()) << text;
+    }
+  }
 }
 
 }  // namespace
