@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -45,12 +46,20 @@ namespace {
 using simdjson::dom::element;
 using simdjson::dom::object;
 
-// A count as an int; a float is truncated and anything else (null) is 0, as
-// a server's oddity here is not worth failing the request for.
+// A count as an int; a float is truncated, and a count that is no number
+// (null) or does not fit an int32 is 0: a server's oddity here is not worth
+// failing the request for, and the analysis cross-checks counts with chunks.
 int32_t Count(element e) {
-  if (int64_t i; e.get_int64().get(i) == simdjson::SUCCESS) return static_cast<int32_t>(i);
-  if (double d; e.get_double().get(d) == simdjson::SUCCESS) return static_cast<int32_t>(d);
-  return 0;
+  double d = 0;
+  if (int64_t i; e.get_int64().get(i) == simdjson::SUCCESS) {
+    d = static_cast<double>(i);
+  } else if (e.get_double().get(d) != simdjson::SUCCESS) {
+    return 0;
+  }
+  if (!(d >= std::numeric_limits<int32_t>::min() && d <= std::numeric_limits<int32_t>::max())) {
+    return 0;
+  }
+  return static_cast<int32_t>(d);
 }
 
 bool NonEmptyString(element e) {

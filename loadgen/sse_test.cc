@@ -105,6 +105,11 @@ TEST(ParseStreamChunkTest, OddFieldsAreReadAndBrokenJsonAnywhereIsMalformed) {
   EXPECT_EQ(c.completion_tokens, 0);
   EXPECT_EQ(c.cached_tokens, -1);
   EXPECT_FALSE(ParseStreamChunk(R"({"usage":null})", v1::API_COMPLETIONS).has_usage);
+  // Found by fuzz/: a count past int32 (as a float, casting it is undefined).
+  c = ParseStreamChunk(R"({"usage":{"prompt_tokens":1e300,"completion_tokens":4294967296}})",
+                       v1::API_COMPLETIONS);
+  EXPECT_EQ(c.prompt_tokens, 0);
+  EXPECT_EQ(c.completion_tokens, 0);
   EXPECT_EQ(ParseStreamChunk(R"({"error":"busy \"now\""})", v1::API_COMPLETIONS).error,
             "busy \"now\"");
   EXPECT_EQ(ParseStreamChunk(R"({"error":{"code":500}})", v1::API_COMPLETIONS).error,
