@@ -205,7 +205,7 @@ void StreamsRun(const std::string& url, const std::string& dir, int streams, int
 // pays today) and io_uring (loopback_floor.h). The client's CPU per chunk
 // cannot go below the receiver's figure of the interface it uses.
 void KernelFloor(int streams, double decode_seconds, int client_core, int sim_core) {
-  for (KernelInterface interface : {KernelInterface::kSyscallPerChunk, KernelInterface::kIoUring}) {
+  for (KernelInterface interface : kKernelInterfaces) {
     LoopbackFloor floor = MeasureLoopbackFloor({.connections = streams,
                                                 .round_seconds = decode_seconds,
                                                 .sender_core = sim_core,

@@ -22,6 +22,9 @@
 namespace servelab::bench {
 
 enum class KernelInterface { kSyscallPerChunk, kIoUring };
+// Every interface, in the order the benches print their floors.
+inline constexpr KernelInterface kKernelInterfaces[] = {KernelInterface::kSyscallPerChunk,
+                                                        KernelInterface::kIoUring};
 const char* Describe(KernelInterface interface);  // "write/epoll+read", "io_uring"
 
 struct LoopbackFloorOptions {

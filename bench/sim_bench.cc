@@ -219,7 +219,7 @@ int main(int argc, char** argv) {
   // alone costs per chunk on the sim's core, with one syscall per chunk (as
   // the sim pays today, through Asio) and with io_uring (loopback_floor.h).
   const double round = time_scale * decode_seconds;
-  for (KernelInterface interface : {KernelInterface::kSyscallPerChunk, KernelInterface::kIoUring}) {
+  for (KernelInterface interface : kKernelInterfaces) {
     PrintKernelFloor(MeasureLoopbackFloor({.connections = streams,
                                            .round_seconds = round,
                                            .sender_core = sim_core,
