@@ -39,8 +39,27 @@ const char* ReasonPhrase(int status) {
 }
 
 asio::awaitable<bool> ClientConn::Flush() {
+  // Most writes fit the socket's send buffer: one non-blocking send does
+  // them, and the coroutine goes on without a trip through the scheduler
+  // (docs/design.md §10, "The sim's write path"). Only what the send buffer
+  // could not take waits for the socket.
   boost::system::error_code ec;
-  co_await asio::async_write(socket_, buffers_, asio::redirect_error(asio::use_awaitable, ec));
+  if (!socket_.non_blocking()) socket_.non_blocking(true, ec);
+  size_t sent = ec ? 0 : socket_.write_some(buffers_, ec);
+  if (ec && ec != asio::error::would_block) co_return false;
+  if (sent == asio::buffer_size(buffers_)) co_return true;
+  Buffers rest{};
+  size_t n = 0;
+  for (const asio::const_buffer& b : buffers_) {
+    if (sent >= b.size()) {
+      sent -= b.size();
+      continue;
+    }
+    rest[n++] = b + sent;
+    sent = 0;
+  }
+  ec = {};
+  co_await asio::async_write(socket_, rest, asio::redirect_error(asio::use_awaitable, ec));
   co_return !ec;
 }
 

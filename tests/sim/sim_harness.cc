@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 
 namespace servelab::sim::testing {
 namespace {
@@ -62,12 +63,17 @@ HttpResponse Http(int port, const std::string& method, const std::string& path,
   return RawHttp(port, req.str(), timeout);
 }
 
-HttpResponse RawHttp(int port, const std::string& data, absl::Duration timeout, bool half_close) {
+HttpResponse RawHttp(int port, const std::string& data, absl::Duration timeout, bool half_close,
+                     const SlowReader& slow) {
   HttpResponse response;
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   timeval tv = absl::ToTimeval(timeout);
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  if (slow.receive_buffer_bytes > 0) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &slow.receive_buffer_bytes,
+               sizeof(slow.receive_buffer_bytes));
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -79,6 +85,7 @@ HttpResponse RawHttp(int port, const std::string& data, absl::Duration timeout, 
   response.connected = true;
   send(fd, data.data(), data.size(), MSG_NOSIGNAL);
   if (half_close) shutdown(fd, SHUT_WR);
+  absl::SleepFor(slow.wait_before_reading);
   std::string raw;
   char buf[65536];
   while (true) {

@@ -31,11 +31,17 @@ HttpResponse Http(int port, const std::string& method, const std::string& path,
                   const std::string& body = "",
                   const std::vector<std::pair<std::string, std::string>>& headers = {},
                   absl::Duration timeout = absl::Seconds(20));
+// A client that reads late through a small window, so the sim's writes
+// find its send buffer full.
+struct SlowReader {
+  int receive_buffer_bytes = 0;  // SO_RCVBUF before connect; 0: the default
+  absl::Duration wait_before_reading = absl::ZeroDuration();
+};
 // Sends `data` as it is (a whole request, well-formed or not) and reads
 // the answer until the sim closes the connection or `timeout` passes;
 // `half_close` ends the sending side first, as a client that gave up would.
 HttpResponse RawHttp(int port, const std::string& data, absl::Duration timeout = absl::Seconds(20),
-                     bool half_close = false);
+                     bool half_close = false, const SlowReader& slow = {});
 inline HttpResponse Post(int port, const std::string& path, const std::string& body,
                          const std::vector<std::pair<std::string, std::string>>& headers = {}) {
   return Http(port, "POST", path, body, headers);

@@ -93,6 +93,37 @@ TEST(SimHttpTest, CompletionStreamFormatUsageAndDone) {
   EXPECT_EQ(Metric(sim.port(), "vllm:e2e_request_latency_seconds_count"), 1);
 }
 
+// The sim writes without suspending while the socket takes everything, and
+// waits for the socket only for what it could not take: a client that reads
+// late through a small window still gets every chunk, whole and in order.
+TEST(SimHttpTest, AStreamToALateReaderArrivesWhole) {
+  SimProcess sim({"--time-scale", "0"});  // every token at once: the writes pile up
+  ASSERT_TRUE(sim.WaitHealthy());
+  // About 7 MB: more than the kernel lets a send buffer grow to (tcp_wmem's
+  // 4 MB), so some writes find it full.
+  constexpr int kTokens = 40000;
+  const std::string body = StreamBody("[1,2,3,4,5]", kTokens);
+  const std::string request = absl::StrCat(
+      "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Connection: close\r\nContent-Length: ",
+      body.size(), "\r\n\r\n", body);
+  HttpResponse r =
+      RawHttp(sim.port(), request, absl::Seconds(20), /*half_close=*/false,
+              {.receive_buffer_bytes = 4096, .wait_before_reading = absl::Milliseconds(300)});
+  ASSERT_EQ(r.status, 200) << r.body.substr(0, 200);
+  EXPECT_TRUE(r.complete);
+  std::vector<std::string> data = SseData(r.body);
+  ASSERT_EQ(data.size(), kTokens + 2u);  // the tokens, usage, [DONE]
+  for (int i = 0; i < kTokens; ++i) {
+    JsonValue chunk = MustParse(data[i]);
+    ASSERT_NE(chunk.Find("choices"), nullptr) << "chunk " << i << ": " << data[i];
+  }
+  JsonValue holder;
+  EXPECT_EQ(Usage(data, holder).Find("completion_tokens")->int_value(), kTokens);
+  EXPECT_EQ(data.back(), "[DONE]");
+  EXPECT_EQ(Metric(sim.port(), "vllm:request_success_total"), 1);
+}
+
 TEST(SimHttpTest, TextPromptIsOneTokenPerWordAndNonStreaming) {
   SimProcess sim(kFast);
   ASSERT_TRUE(sim.WaitHealthy());
