@@ -72,21 +72,79 @@ std::string Fetch(const std::string& url) {
   return out;
 }
 
-// request_id -> server-side TTFT seconds, from the sim's /debug/requests.
-std::map<std::string, double> ServerTtfts(const std::string& json) {
-  std::map<std::string, double> out;
+void Figure(const std::string& name, double value, const std::string& unit,
+            const std::string& target) {
+  std::cout << absl::StrFormat("  %-48s %12.4f %-10s target: %s\n", name, value, unit, target);
+}
+
+// What the sim stamped for one request: when its first byte was read (wall
+// clock, the machine's one CLOCK_REALTIME) and its server-side TTFT.
+struct ServerStamp {
+  double arrival_unix = 0;
+  double ttft = 0;
+};
+
+// request_id -> the sim's stamps, from its /debug/requests.
+std::map<std::string, ServerStamp> ServerStamps(const std::string& json) {
+  std::map<std::string, ServerStamp> out;
   size_t at = 0;
   while ((at = json.find("\"request_id\":\"", at)) != std::string::npos) {
     at += 14;
     size_t end = json.find('"', at);
     std::string id = json.substr(at, end - at);
+    size_t a = json.find("\"arrival_unix\":", end);
     size_t t = json.find("\"ttft_seconds\":", end);
-    if (t == std::string::npos) break;
+    if (a == std::string::npos || t == std::string::npos) break;
     t += 15;
-    if (json.compare(t, 4, "null") != 0) out[id] = std::atof(json.c_str() + t);
+    if (json.compare(t, 4, "null") != 0) {
+      out[id] = {std::atof(json.c_str() + a + 15), std::atof(json.c_str() + t)};
+    }
     at = t;
   }
   return out;
+}
+
+// Where a request's TTFT gap (client TTFT - server TTFT) is spent: on the
+// way in (the client starting to send -> the sim reading the first byte)
+// and on the way out (the sim's first-token write -> the client's read).
+struct GapLegs {
+  double in = 0, out = 0;
+};
+
+GapLegs LegsOf(const v1::RequestRecord& r, const ServerStamp& s) {
+  const double start = static_cast<double>(r.load_start().seconds()) + r.load_start().nanos() / 1e9;
+  return {s.arrival_unix - (start + r.sent_ns() / 1e9),
+          (start + r.first_token_ns() / 1e9) - (s.arrival_unix + s.ttft)};
+}
+
+// The gap's p99 and each leg's share of it: the legs' p50 and p99, and
+// their means over the requests whose gap is at or above the p99.
+void PrintGapLegs(std::vector<std::pair<double, GapLegs>> gaps) {
+  if (gaps.empty()) return;
+  std::sort(gaps.begin(), gaps.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<double> in, out;
+  for (const auto& [gap, legs] : gaps) {
+    in.push_back(legs.in);
+    out.push_back(legs.out);
+  }
+  std::sort(in.begin(), in.end());
+  std::sort(out.begin(), out.end());
+  const size_t tail_from = std::min(gaps.size() - 1, gaps.size() * 99 / 100);
+  double tail_in = 0, tail_out = 0;
+  for (size_t i = tail_from; i < gaps.size(); ++i) {
+    tail_in += gaps[i].second.in;
+    tail_out += gaps[i].second.out;
+  }
+  const double tail = static_cast<double>(gaps.size() - tail_from);
+  Figure("gap on the way in (send -> sim reads) p50", analysis::Percentile(in, 50) * 1e3, "ms",
+         "-");
+  Figure("gap on the way in p99", analysis::Percentile(in, 99) * 1e3, "ms", "-");
+  Figure("gap on the way out (sim writes -> read) p50", analysis::Percentile(out, 50) * 1e3, "ms",
+         "-");
+  Figure("gap on the way out p99", analysis::Percentile(out, 99) * 1e3, "ms", "-");
+  Figure("worst 1 % of gaps: mean on the way in", tail_in / tail * 1e3, "ms", "-");
+  Figure("worst 1 % of gaps: mean on the way out", tail_out / tail * 1e3, "ms", "-");
 }
 
 int PeakInFlight(const std::vector<v1::RequestRecord>& rs) {
@@ -100,11 +158,6 @@ int PeakInFlight(const std::vector<v1::RequestRecord>& rs) {
   int cur = 0, peak = 0;
   for (auto& [t, d] : ev) peak = std::max(peak, cur += d);
   return peak;
-}
-
-void Figure(const std::string& name, double value, const std::string& unit,
-            const std::string& target) {
-  std::cout << absl::StrFormat("  %-48s %12.4f %-10s target: %s\n", name, value, unit, target);
 }
 
 struct RunOutput {
@@ -174,13 +227,15 @@ void StreamsRun(const std::string& url, const std::string& dir, int streams, int
   RunOutput a = RunLoad(url, dir, id, 2 * streams, streams, 1000, 64, output_tokens);
   const double sim_busiest = sim_peak.Stop(), client_busiest = client_peak.Stop();
   const int64_t chunks = Chunks(a);
-  std::map<std::string, double> server = ServerTtfts(Fetch(url + "/debug/requests"));
+  std::map<std::string, ServerStamp> server = ServerStamps(Fetch(url + "/debug/requests"));
   std::vector<double> diffs;
+  std::vector<std::pair<double, GapLegs>> gaps;
   for (const auto& r : a.records) {
     if (r.first_token_ns() == 0 || !r.error().empty()) continue;
     auto it = server.find(loadgen::RequestId(id, r.phase(), r.attempt(), r.request_index()));
     if (it == server.end()) continue;
-    diffs.push_back(std::abs((r.first_token_ns() - r.sent_ns()) / 1e9 - it->second));
+    diffs.push_back(std::abs((r.first_token_ns() - r.sent_ns()) / 1e9 - it->second.ttft));
+    gaps.emplace_back(diffs.back(), LegsOf(r, it->second));
   }
   std::sort(diffs.begin(), diffs.end());
   std::cout << absl::StrFormat(
@@ -195,6 +250,7 @@ void StreamsRun(const std::string& url, const std::string& dir, int streams, int
   Figure("TTFT |client - sim| p50", analysis::Percentile(diffs, 50) * 1e3, "ms", "-");
   Figure("TTFT |client - sim| p99", analysis::Percentile(diffs, 99) * 1e3, "ms", "<= 1 ms");
   Figure("TTFT pairs joined", static_cast<double>(diffs.size()), "requests", "-");
+  PrintGapLegs(std::move(gaps));
   // Near 1, that side's core is the queue the TTFT gap waits in.
   Figure("busiest second: sim's core", sim_busiest, "cores", "-");
   Figure("busiest second: client's core", client_busiest, "cores", "-");

@@ -14,6 +14,7 @@
 // <utility> must come first (sim/asio.h says why), so clang-format must not
 // sort these.
 // clang-format off
+#include <chrono>
 #include <utility>
 
 #include <boost/beast/http.hpp>
@@ -34,6 +35,8 @@ struct IncomingRequest {
   std::string request_id;  // x-request-id
   std::string load_tag;    // x-servelab-load
   bool keep_alive = true;
+  // When its first byte was read (set by the server's read loop).
+  std::chrono::steady_clock::time_point received{};
 };
 
 // Moves `message`'s body into the result.

@@ -72,8 +72,9 @@ std::unique_ptr<RequestState> InstanceModel::Arrive(GenerationRequest request, R
   auto r = std::make_unique<RequestState>();
   r->request = std::move(request);
   r->meta = std::move(meta);
-  r->arrival = SteadyClock::now();
-  r->arrival_unix = UnixNow();
+  const SteadyClock::time_point now = SteadyClock::now();
+  r->arrival = r->meta.received == SteadyClock::time_point{} ? now : r->meta.received;
+  r->arrival_unix = UnixNow() - SecondsBetween(r->arrival, now);
   absl::MutexLock lock(&mu_);
   r->id = ++next_id_;
   ++received_;

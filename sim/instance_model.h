@@ -59,6 +59,10 @@ enum class Outcome { kSuccess, kError, kDropped, kAborted };
 struct RequestMeta {
   std::string request_id;  // x-request-id, echoed in /debug/requests
   std::string load_tag;    // x-servelab-load, the overlap witness key
+  // When the request's first byte was read: its arrival, where TTFT and
+  // queue time start (docs/design.md §10, "TTFT fidelity"). Unset: Arrive's
+  // own time.
+  SteadyClock::time_point received{};
 };
 
 // One request's state; owned by the HTTP handler, updated by the InstanceModel.

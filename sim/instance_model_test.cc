@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/time/clock.h"
 #include "tests/testing/status_matchers.h"
 
 namespace servelab::sim {
@@ -150,6 +151,21 @@ TEST(InstanceModelTest, FaultsAppliedInOrderAndCounted) {
   EXPECT_EQ(instance.Arrive(Request(2, 1), {})->fault, FaultAction::kDrop);
   EXPECT_EQ(instance.Arrive(Request(2, 1), {})->fault, FaultAction::kNone);
   EXPECT_FALSE(instance.ApplyFaults(*ParseJson(R"({"nope": 1})")).ok());
+}
+
+TEST(InstanceModelTest, ArrivalIsWhenTheRequestWasReceived) {
+  SimConfig c;
+  InstanceModel instance(c, Role::kUnified, 1, 1.0);
+  const SteadyClock::time_point received = SteadyClock::now() - std::chrono::milliseconds(200);
+  const double unix_now = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
+  auto r = instance.Arrive(Request(2, 1), RequestMeta{"r1", "", received});
+  EXPECT_EQ(r->arrival, received);
+  EXPECT_NEAR(r->arrival_unix, unix_now - 0.2, 0.05);
+  instance.OnToken(*r);
+  EXPECT_GE(r->ttft_seconds, 0.2);
+  auto unstamped = instance.Arrive(Request(2, 1), {});
+  EXPECT_NEAR(unstamped->arrival_unix, unix_now, 0.05);
+  EXPECT_LE(SteadyClock::now() - unstamped->arrival, std::chrono::milliseconds(50));
 }
 
 TEST(InstanceModelTest, OverlapWitnessPerLoadTag) {

@@ -341,7 +341,7 @@ class Router::Call {
 asio::awaitable<bool> Router::ServeGeneration(ClientConn& conn, InstanceModel& instance,
                                               const IncomingRequest& request, const JsonValue& body,
                                               GenerationRequest& parsed) {
-  RequestMeta meta{request.request_id, request.load_tag};
+  RequestMeta meta{request.request_id, request.load_tag, request.received};
   std::unique_ptr<RequestState> r = instance.Arrive(std::move(parsed), std::move(meta));
   if (r->fault == FaultAction::kError) {
     co_return co_await AnswerInjectedError(conn, instance, *r, request.keep_alive);

@@ -131,6 +131,14 @@ asio::awaitable<void> Server::Session(tcp::socket socket) {
   while (true) {
     HttpRequestParser parser;
     parser.body_limit(static_cast<uint64_t>(instance_.config().max_body_bytes));
+    // The request arrives with its first byte, not once it is whole and
+    // parsed: a large prompt's reading is the server's time, as the
+    // client's TTFT counts it. Pipelined bytes are already here.
+    if (buffer.size() == 0) {
+      co_await conn.socket().async_wait(tcp::socket::wait_read,
+                                        asio::redirect_error(asio::use_awaitable, ec));
+    }
+    const auto received = std::chrono::steady_clock::now();
     co_await http::async_read(conn.socket(), buffer, parser,
                               asio::redirect_error(asio::use_awaitable, ec));
     if (ec == http::error::body_limit) {
@@ -147,6 +155,7 @@ asio::awaitable<void> Server::Session(tcp::socket socket) {
       break;
     }
     IncomingRequest request = ToIncomingRequest(parser.get());
+    request.received = received;
     bool keep = co_await Dispatch(conn, request);
     if (!keep || !request.keep_alive) break;
   }
@@ -212,7 +221,7 @@ asio::awaitable<bool> Server::HandleGeneration(ClientConn& conn, IncomingRequest
   if (router_ != nullptr) {
     co_return co_await router_->ServeGeneration(conn, instance_, request, *body, generation);
   }
-  RequestMeta meta{request.request_id, request.load_tag};
+  RequestMeta meta{request.request_id, request.load_tag, request.received};
   co_return co_await ServeGeneration(conn, instance_, generation, meta, request.keep_alive);
 }
 

@@ -7,6 +7,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <sstream>
@@ -64,15 +65,15 @@ HttpResponse Http(int port, const std::string& method, const std::string& path,
 }
 
 HttpResponse RawHttp(int port, const std::string& data, absl::Duration timeout, bool half_close,
-                     const SlowReader& slow) {
+                     const RawPacing& pacing) {
   HttpResponse response;
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   timeval tv = absl::ToTimeval(timeout);
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  if (slow.receive_buffer_bytes > 0) {
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &slow.receive_buffer_bytes,
-               sizeof(slow.receive_buffer_bytes));
+  if (pacing.receive_buffer_bytes > 0) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &pacing.receive_buffer_bytes,
+               sizeof(pacing.receive_buffer_bytes));
   }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -83,9 +84,14 @@ HttpResponse RawHttp(int port, const std::string& data, absl::Duration timeout, 
     return response;
   }
   response.connected = true;
-  send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+  const size_t split = std::min(pacing.split_at, data.size());
+  if (split > 0) {
+    send(fd, data.data(), split, MSG_NOSIGNAL);
+    absl::SleepFor(pacing.pause);
+  }
+  send(fd, data.data() + split, data.size() - split, MSG_NOSIGNAL);
   if (half_close) shutdown(fd, SHUT_WR);
-  absl::SleepFor(slow.wait_before_reading);
+  absl::SleepFor(pacing.wait_before_reading);
   std::string raw;
   char buf[65536];
   while (true) {

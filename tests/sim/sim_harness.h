@@ -31,9 +31,12 @@ HttpResponse Http(int port, const std::string& method, const std::string& path,
                   const std::string& body = "",
                   const std::vector<std::pair<std::string, std::string>>& headers = {},
                   absl::Duration timeout = absl::Seconds(20));
-// A client that reads late through a small window, so the sim's writes
-// find its send buffer full.
-struct SlowReader {
+// How RawHttp paces its side: a request sent in two parts with a pause
+// between (the sim must stamp arrival at the first byte), or answers read
+// late through a small window (the sim's writes find its send buffer full).
+struct RawPacing {
+  size_t split_at = 0;  // > 0: send data[0, split_at), pause, then the rest
+  absl::Duration pause = absl::ZeroDuration();
   int receive_buffer_bytes = 0;  // SO_RCVBUF before connect; 0: the default
   absl::Duration wait_before_reading = absl::ZeroDuration();
 };
@@ -41,7 +44,7 @@ struct SlowReader {
 // the answer until the sim closes the connection or `timeout` passes;
 // `half_close` ends the sending side first, as a client that gave up would.
 HttpResponse RawHttp(int port, const std::string& data, absl::Duration timeout = absl::Seconds(20),
-                     bool half_close = false, const SlowReader& slow = {});
+                     bool half_close = false, const RawPacing& pacing = {});
 inline HttpResponse Post(int port, const std::string& path, const std::string& body,
                          const std::vector<std::pair<std::string, std::string>>& headers = {}) {
   return Http(port, "POST", path, body, headers);

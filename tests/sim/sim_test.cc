@@ -52,6 +52,14 @@ std::string Words(int n, const std::string& stem = "w") {
   return s;
 }
 
+// A whole POST /v1/completions of `body` that asks the sim to close after.
+std::string ClosingPost(const std::string& body) {
+  return absl::StrCat(
+      "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "x-request-id: split-1\r\nConnection: close\r\nContent-Length: ",
+      body.size(), "\r\n\r\n", body);
+}
+
 const JsonValue& Usage(const std::vector<std::string>& data, JsonValue& holder) {
   holder = MustParse(data[data.size() - 2]);
   static const JsonValue kNull;
@@ -102,13 +110,9 @@ TEST(SimHttpTest, AStreamToALateReaderArrivesWhole) {
   // About 7 MB: more than the kernel lets a send buffer grow to (tcp_wmem's
   // 4 MB), so some writes find it full.
   constexpr int kTokens = 40000;
-  const std::string body = StreamBody("[1,2,3,4,5]", kTokens);
-  const std::string request = absl::StrCat(
-      "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-      "Connection: close\r\nContent-Length: ",
-      body.size(), "\r\n\r\n", body);
   HttpResponse r =
-      RawHttp(sim.port(), request, absl::Seconds(20), /*half_close=*/false,
+      RawHttp(sim.port(), ClosingPost(StreamBody("[1,2,3,4,5]", kTokens)), absl::Seconds(20),
+              /*half_close=*/false,
               {.receive_buffer_bytes = 4096, .wait_before_reading = absl::Milliseconds(300)});
   ASSERT_EQ(r.status, 200) << r.body.substr(0, 200);
   EXPECT_TRUE(r.complete);
@@ -521,6 +525,28 @@ TEST(SimHttpTest, DebugRequestsReportServerSideTtft) {
   EXPECT_EQ(rec.Find("completion_tokens")->int_value(), 2);
   EXPECT_NEAR(Metric(sim.port(), "vllm:time_to_first_token_seconds_sum"),
               rec.Find("ttft_seconds")->number(), 0.01);
+}
+
+// Server-side TTFT starts at the request's first byte, as the client's does
+// at its send: a request whose body comes 300 ms after its headers has a
+// TTFT of the modelled 50 ms plus those 300 ms, and an arrival time from
+// before the pause.
+TEST(SimHttpTest, ArrivalIsTheRequestsFirstByte) {
+  SimProcess sim(kFast, "prefill_overhead_seconds: 5\ncold_start_requests: 0\n");  // 50 ms TTFT
+  ASSERT_TRUE(sim.WaitHealthy());
+  const std::string request = ClosingPost(StreamBody("[1,2]", 2));
+  const double sent_unix = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
+  HttpResponse r =
+      RawHttp(sim.port(), request, absl::Seconds(20), /*half_close=*/false,
+              {.split_at = request.find("\r\n\r\n") + 4, .pause = absl::Milliseconds(300)});
+  ASSERT_EQ(r.status, 200) << r.body;
+  JsonValue v = MustParse(Get(sim.port(), "/debug/requests").body);
+  const JsonValue& rec = v.Find("requests")->items().back();
+  ASSERT_EQ(rec.Find("request_id")->string_value(), "split-1");
+  EXPECT_GE(rec.Find("ttft_seconds")->number(), 0.35);
+  EXPECT_LT(rec.Find("ttft_seconds")->number(), 2.0);
+  EXPECT_NEAR(rec.Find("arrival_unix")->number(), sent_unix, 0.1);
+  EXPECT_GE(rec.Find("queue_seconds")->number(), 0.3);
 }
 
 TEST(SimHttpTest, MaxNumSeqsQueuesTheRest) {
