@@ -14,11 +14,11 @@
 // <utility> must come first (sim/asio.h says why), so clang-format must not
 // sort these.
 // clang-format off
-#include <chrono>
 #include <utility>
 
 #include <boost/beast/http.hpp>
 // clang-format on
+#include <chrono>
 #include <string>
 
 namespace servelab::sim {
