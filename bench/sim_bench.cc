@@ -229,14 +229,14 @@ int main(int argc, char** argv) {
          static_cast<unsigned long long>(counters.errors));
   printf("SSE chunks/s (all data: events): %.0f\n", chunks / wall);
   printf("token chunks/s:                  %.0f\n", token_chunks / wall);
-  PrintPacedTarget(token_chunks / wall, streams, time_scale * decode_seconds);
+  const double round = time_scale * decode_seconds;
+  PrintPacedTarget(token_chunks / wall, streams, round);
   printf("sim CPU: %.2f s over the window (%.0f%% of one core), %.4f CPU s per 1,000 chunks\n", cpu,
          100 * cpu / wall, chunks > 0 ? 1000 * cpu / chunks : 0);
   printf("sim peak memory (VmHWM): %lld kB\n", peak_rss_kib);
   // The same connections and pacing with nothing but the kernel: what it
   // alone costs per chunk on the sim's core, with one syscall per chunk (as
   // the sim pays today, through Asio) and with io_uring (loopback_floor.h).
-  const double round = time_scale * decode_seconds;
   for (KernelInterface interface : kKernelInterfaces) {
     PrintKernelFloor(MeasureLoopbackFloor({.connections = streams,
                                            .round_seconds = round,

@@ -1,5 +1,6 @@
 #include "sim/http_conn.h"
 
+#include <boost/beast/core/buffers_suffix.hpp>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -48,16 +49,8 @@ asio::awaitable<bool> ClientConn::Flush() {
   size_t sent = ec ? 0 : socket_.write_some(buffers_, ec);
   if (ec && ec != asio::error::would_block) co_return false;
   if (sent == asio::buffer_size(buffers_)) co_return true;
-  Buffers rest{};
-  size_t n = 0;
-  for (const asio::const_buffer& b : buffers_) {
-    if (sent >= b.size()) {
-      sent -= b.size();
-      continue;
-    }
-    rest[n++] = b + sent;
-    sent = 0;
-  }
+  boost::beast::buffers_suffix<Buffers> rest(buffers_);
+  rest.consume(sent);
   ec = {};
   co_await asio::async_write(socket_, rest, asio::redirect_error(asio::use_awaitable, ec));
   co_return !ec;
