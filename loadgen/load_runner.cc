@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <limits>
+#include <memory>
 #include <thread>
 #include <unordered_set>
 
@@ -43,6 +44,43 @@ struct Connection {
   beast::tcp_stream stream;
   beast::flat_buffer buffer;
   int64_t served = 0;
+};
+
+// A request's timeout: one timer per request that closes the request's
+// connection when it fires. Beast's tcp_stream would instead arm and cancel
+// a timer around every read, one per streamed chunk, each cancel one more
+// handler through the scheduler (issue 9, P3; docs/design.md §10).
+class RequestDeadline {
+ public:
+  RequestDeadline(asio::io_context& ioc, Clock::time_point at) : timer_(ioc, at) {
+    // Asio runs a cancelled wait's handler after this object may be gone:
+    // the handler touches only the shared state.
+    timer_.async_wait([state = state_](const error_code& ec) {
+      if (ec) return;  // Cancelled: the request ended in time.
+      state->expired = true;
+      if (state->socket != nullptr) state->socket->close(state->ignored);
+    });
+  }
+  ~RequestDeadline() { state_->socket = nullptr; }
+  RequestDeadline(const RequestDeadline&) = delete;
+  RequestDeadline& operator=(const RequestDeadline&) = delete;
+
+  // The connection the request is on (nullptr: none; it went back to the
+  // pool or was dropped). One found after the deadline is closed at once.
+  void Guard(tcp::socket* socket) {
+    state_->socket = socket;
+    if (state_->expired && socket != nullptr) socket->close(state_->ignored);
+  }
+  bool expired() const { return state_->expired; }
+
+ private:
+  struct State {
+    bool expired = false;
+    tcp::socket* socket = nullptr;
+    error_code ignored;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+  asio::steady_timer timer_;
 };
 
 // Many concurrent streams need many descriptors; the default soft limit
@@ -333,8 +371,9 @@ awaitable<void> LoadRunner::Impl::Send(int index, int64_t queued_ns, Clock::time
   r.set_sent_ns(SinceStart());
   ++sent_;
   ++summary_.sent;
-  Clock::time_point deadline =
-      Clock::now() + std::chrono::nanoseconds(absl::ToInt64Nanoseconds(options_.request_timeout));
+  RequestDeadline deadline(
+      ioc_,
+      Clock::now() + std::chrono::nanoseconds(absl::ToInt64Nanoseconds(options_.request_timeout)));
 
   std::unique_ptr<Connection> conn;
   std::string error;
@@ -361,19 +400,23 @@ awaitable<void> LoadRunner::Impl::Send(int index, int64_t queued_ns, Clock::time
       }
     }
     active_.insert(conn.get());
-    conn->stream.expires_at(deadline);
+    deadline.Guard(&conn->stream.socket());
     http::response_parser<http::buffer_body> parser;
     // Not boost::none: Boost 1.74 compares Content-Length against the
     // optional and rejects every sized body when it is empty.
     parser.body_limit(std::numeric_limits<std::uint64_t>::max());
     error_code ec = co_await WriteAndReadHeader(*conn, wire, parser);
+    if (deadline.expired()) ec = beast::error::timeout;
     if (ec && reused && !cancelled_ && ec != beast::error::timeout) {
+      deadline.Guard(nullptr);
       active_.erase(conn.get());
       conn.reset();
       continue;
     }
     status = ec ? 0 : parser.get().result_int();
     if (!ec) ec = co_await ReadBody(*conn, parser, status, r, stream);
+    if (deadline.expired()) ec = beast::error::timeout;
+    deadline.Guard(nullptr);
     active_.erase(conn.get());
     r.set_end_ns(SinceStart());
     error = AttemptError(ec, status, stream);
@@ -393,7 +436,6 @@ void LoadRunner::Impl::EndSend(v1::RequestRecord r, int status, std::string erro
   }
   r.set_error(error);
   if (conn && keep && !cancelled_) {
-    conn->stream.expires_never();
     ++conn->served;
     idle_.push_back(std::move(conn));
   }
@@ -405,10 +447,12 @@ void LoadRunner::Impl::EndSend(v1::RequestRecord r, int status, std::string erro
 awaitable<error_code> LoadRunner::Impl::WriteAndReadHeader(
     Connection& conn, const std::string& wire, http::response_parser<http::buffer_body>& parser) {
   error_code ec;
-  co_await asio::async_write(conn.stream, asio::buffer(wire),
+  // On the socket, not the tcp_stream: the request's deadline is its
+  // RequestDeadline, not a timer per operation.
+  co_await asio::async_write(conn.stream.socket(), asio::buffer(wire),
                              asio::redirect_error(use_awaitable, ec));
   if (!ec) {
-    co_await http::async_read_header(conn.stream, conn.buffer, parser,
+    co_await http::async_read_header(conn.stream.socket(), conn.buffer, parser,
                                      asio::redirect_error(use_awaitable, ec));
   }
   co_return ec;
@@ -424,7 +468,7 @@ awaitable<error_code> LoadRunner::Impl::ReadBody(Connection& conn,
   while (!ec && !parser.is_done()) {
     parser.get().body().data = buf;
     parser.get().body().size = sizeof buf;
-    co_await http::async_read_some(conn.stream, conn.buffer, parser,
+    co_await http::async_read_some(conn.stream.socket(), conn.buffer, parser,
                                    asio::redirect_error(use_awaitable, ec));
     if (ec == http::error::need_buffer) ec = {};
     int64_t now = SinceStart();

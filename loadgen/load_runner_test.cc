@@ -188,6 +188,28 @@ TEST(LoadRunnerTest, PerRequestTimeout) {
   }
 }
 
+// The deadline holds while the body streams, not only until the header:
+// a stream that stalls after its header fails at the request timeout.
+TEST(LoadRunnerTest, PerRequestTimeoutMidStream) {
+  FakeServer server;
+  server.set_token_gap(absl::Seconds(1));
+  LoadOptions o = Options(server, 1);
+  o.request_timeout = absl::Milliseconds(200);
+  auto runner = LoadRunner::Create(o);
+  MemorySink sink;
+  absl::StatusOr<LoadSummary> s = (*runner)->Run(Prompts(2, 4, 4), {}, sink);
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->failed, 2);
+  ASSERT_EQ(sink.records().size(), 2u);
+  for (const auto& r : sink.records()) {
+    EXPECT_EQ(r.http_status(), 200);  // The header came; the body stalled.
+    EXPECT_THAT(r.error(), HasSubstr("timeout"));
+    EXPECT_EQ(r.chunk_ns_size(), 0);
+    EXPECT_GE(r.end_ns() - r.sent_ns(), 190'000'000);
+    EXPECT_LT(r.end_ns() - r.sent_ns(), 900'000'000);  // Not the 1 s token gap.
+  }
+}
+
 TEST(LoadRunnerTest, UnreachableEndpointSendsNothing) {
   LoadOptions o;
   o.url = absl::StrCat("http://127.0.0.1:", servelab::testing::ClosedLoopbackPort());

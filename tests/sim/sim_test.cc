@@ -530,7 +530,9 @@ TEST(SimHttpTest, DebugRequestsReportServerSideTtft) {
 // Server-side TTFT starts at the request's first byte, as the client's does
 // at its send: a request whose body comes 300 ms after its headers has a
 // TTFT of the modelled 50 ms plus those 300 ms, and an arrival time from
-// before the pause.
+// before the pause. The bounds leave 50 ms for the sim's thread to get to the
+// readable socket late (CI saw it stamp 0.4 ms after the headers came): a
+// request stamped after its body would show about 50 ms TTFT and no queue.
 TEST(SimHttpTest, ArrivalIsTheRequestsFirstByte) {
   SimProcess sim(kFast, "prefill_overhead_seconds: 5\ncold_start_requests: 0\n");  // 50 ms TTFT
   ASSERT_TRUE(sim.WaitHealthy());
@@ -543,10 +545,10 @@ TEST(SimHttpTest, ArrivalIsTheRequestsFirstByte) {
   JsonValue v = MustParse(Get(sim.port(), "/debug/requests").body);
   const JsonValue& rec = v.Find("requests")->items().back();
   ASSERT_EQ(rec.Find("request_id")->string_value(), "split-1");
-  EXPECT_GE(rec.Find("ttft_seconds")->number(), 0.35);
+  EXPECT_GE(rec.Find("ttft_seconds")->number(), 0.3);
   EXPECT_LT(rec.Find("ttft_seconds")->number(), 2.0);
   EXPECT_NEAR(rec.Find("arrival_unix")->number(), sent_unix, 0.1);
-  EXPECT_GE(rec.Find("queue_seconds")->number(), 0.3);
+  EXPECT_GE(rec.Find("queue_seconds")->number(), 0.25);
 }
 
 TEST(SimHttpTest, MaxNumSeqsQueuesTheRest) {
