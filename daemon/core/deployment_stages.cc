@@ -1,6 +1,7 @@
 // Stages that change or check the serving deployment: launch, warmup, route
 // verification and prefix-cache preparation.
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -352,15 +353,33 @@ bool Untouched(const InstanceCounters& then, const InstanceCounters& now) {
 
 // Whether the caches `carried` records as reset still are: the same
 // processes, untouched since. One scrape per side, at the same time.
-bool StillEmpty(StageEnv& env, const EmptyCaches& carried, const BothSides& sides) {
+// Prefill's counters when they are; nullopt when not.
+std::optional<InstanceCounters> StillEmpty(StageEnv& env, const EmptyCaches& carried,
+                                           const BothSides& sides) {
   if (!SameProcess(carried.prefill, sides.prefill) || !SameProcess(carried.decode, sides.decode)) {
-    return false;
+    return std::nullopt;
   }
   auto [prefill, decode] = OnBothSides(sides.prefill, sides.decode, [&](const auto& instance) {
     return env.instances.Scrape(instance);
   });
-  return prefill.ok() && decode.ok() && Untouched(carried.prefill_counters, *prefill) &&
-         Untouched(carried.decode_counters, *decode);
+  if (!prefill.ok() || !decode.ok() || !Untouched(carried.prefill_counters, *prefill) ||
+      !Untouched(carried.decode_counters, *decode)) {
+    return std::nullopt;
+  }
+  return *prefill;
+}
+
+// Where `e`'s cache seed starts counting prefill's hits: what its
+// cache_reset saw, when that is still prefill's state (the same experiment
+// and process, nothing sent in between); a scrape otherwise.
+absl::StatusOr<InstanceCounters> SeedStartCounters(StageEnv& env, const v1::Experiment& e,
+                                                   const v1::ServingInstance& prefill) {
+  std::optional<SeedStart> start;
+  if (env.seed_start != nullptr) std::swap(start, *env.seed_start);
+  if (start.has_value() && start->experiment_id == e.id() && SameProcess(start->prefill, prefill)) {
+    return start->counters;
+  }
+  return env.instances.Scrape(prefill);
 }
 
 }  // namespace
@@ -371,7 +390,11 @@ absl::StatusOr<Counters> CacheReset(StageEnv& env, const v1::Experiment& e) {
   // A record of caches reset ahead is used once, whatever it shows.
   std::optional<EmptyCaches> carried;
   if (env.empty_caches != nullptr) std::swap(carried, *env.empty_caches);
-  if (carried.has_value() && StillEmpty(env, *carried, sides)) {
+  if (env.seed_start != nullptr) env.seed_start->reset();
+  std::optional<InstanceCounters> prefill;
+  if (carried.has_value()) prefill = StillEmpty(env, *carried, sides);
+  if (prefill.has_value()) {
+    if (env.seed_start != nullptr) *env.seed_start = SeedStart{e.id(), sides.prefill, *prefill};
     return Counters{{"reset_ahead", 1},
                     {"prefill_reset_attempts", 0},
                     {"prefill_cache_check_requests", 0},
@@ -411,7 +434,7 @@ absl::StatusOr<EmptyCaches> ResetCachesAhead(StageEnv& env, const v1::Experiment
 absl::StatusOr<Counters> CacheSeed(StageEnv& env, const v1::Experiment& e) {
   SERVELAB_ASSIGN_OR_RETURN(v1::ServingInstance prefill,
                             RequireInstance(env.store, v1::SIDE_PREFILL));
-  SERVELAB_ASSIGN_OR_RETURN(InstanceCounters before, env.instances.Scrape(prefill));
+  SERVELAB_ASSIGN_OR_RETURN(InstanceCounters before, SeedStartCounters(env, e, prefill));
   SERVELAB_ASSIGN_OR_RETURN(LoadOutcome outcome,
                             RunAuxiliaryLoad(env, e, v1::PHASE_CACHE_SEED, 0,
                                              FromDuration(e.spec().limits().warmup_timeout())));

@@ -395,6 +395,7 @@ void StageRunner::RunLane(const std::string& id, absl::Time released) {
   }
   StageEnv env = Env(*cancel);
   env.empty_caches = &empty_caches_;
+  env.seed_start = &seed_start_;
   absl::Status formal_error;
   bool formal_started = false;
   for (const StageInfo& info : StageTable()) {

@@ -163,6 +163,8 @@ class StageRunner : public ExperimentExecutor {
   // Caches the lane reset after the last drained load; only the lane thread
   // touches it, so it needs no lock.
   std::optional<EmptyCaches> empty_caches_;
+  // What cache_reset saw of prefill, for the cache_seed after it; the lane's too.
+  std::optional<SeedStart> seed_start_;
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

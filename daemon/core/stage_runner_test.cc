@@ -66,6 +66,7 @@ class FakeInstanceDriver : public InstanceDriver {
       return absl::UnavailableError("connect: Connection refused");  // Like a dead process.
     }
     if (on_scrape) on_scrape(instance.side(), counters[instance.side()]);
+    log.push_back(absl::StrCat("scrape ", v1::Side_Name(instance.side())));
     return counters[instance.side()];
   }
   // Like vLLM: answers OK, but does nothing while `refuse_resets` > 0 (blocks
@@ -117,6 +118,9 @@ class FakeInstanceDriver : public InstanceDriver {
   int check_requests = 0;
   // Called under `mu` before each scrape; may change the side's counters.
   std::function<void(v1::Side, InstanceCounters&)> on_scrape;
+  // Scrapes and loads in the order they happened ("scrape SIDE_PREFILL",
+  // "load PHASE_CACHE_SEED").
+  std::vector<std::string> log;
 };
 
 class FakeLoad : public LoadDriver {
@@ -212,6 +216,11 @@ class FakeLoad : public LoadDriver {
     }
     {
       absl::MutexLock lock(&instances_.mu);
+      instances_.log.push_back(absl::StrCat("load ", v1::Phase_Name(job.phase)));
+      if (job.phase == v1::PHASE_CACHE_SEED) {  // Half of what a seed asks is cached.
+        instances_.counters[v1::SIDE_PREFILL].prefix_cache_queries += 100 * n;
+        instances_.counters[v1::SIDE_PREFILL].prefix_cache_hits += 50 * n;
+      }
       instances_.counters[v1::SIDE_PREFILL].prompt_tokens += 100 * n;
       instances_.counters[v1::SIDE_PREFILL].request_success += n;
       instances_.counters[v1::SIDE_DECODE].generation_tokens += out * n;
@@ -489,6 +498,31 @@ TEST_F(StageRunnerTest, ADrainedLoadLeavesTheCachesResetForTheNextExperiment) {
   // Only the reset ahead of whatever comes next.
   EXPECT_EQ(instances_.reset_calls[v1::SIDE_PREFILL], 3);
   EXPECT_EQ(instances_.reset_calls[v1::SIDE_DECODE], 3);
+}
+
+// After a reset ahead, cache_seed counts its hits from the prefill counters
+// cache_reset has just scraped: no scrape of its own before the seed load.
+TEST_F(StageRunnerTest, TheSeedStartsFromTheScrapeThatFoundTheCachesEmpty) {
+  runner_.Start();
+  v1::Experiment base = WaitFinal(Submit("", {}).id());
+  ASSERT_EQ(base.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << base.blocker();
+  EXPECT_EQ(StageOf(base, v1::STAGE_CACHE_SEED).counters().at("seed_hit_ratio"), 0.5);
+  size_t from = 0;
+  {
+    absl::MutexLock lock(&instances_.mu);
+    from = instances_.log.size();
+  }
+  v1::Experiment e = WaitFinal(Submit(base.id(), {"workload.concurrency=8"}).id());
+  ASSERT_EQ(e.state(), v1::EXPERIMENT_STATE_SUCCEEDED) << e.blocker();
+  ASSERT_EQ(StageOf(e, v1::STAGE_CACHE_RESET).counters().at("reset_ahead"), 1);
+  EXPECT_EQ(StageOf(e, v1::STAGE_CACHE_SEED).counters().at("seed_hit_ratio"), 0.5);
+  absl::MutexLock lock(&instances_.mu);
+  std::vector<std::string> prefill_before_seed;
+  for (size_t i = from; i < instances_.log.size(); ++i) {
+    if (instances_.log[i] == "load PHASE_CACHE_SEED") break;
+    if (instances_.log[i] != "scrape SIDE_DECODE") prefill_before_seed.push_back(instances_.log[i]);
+  }
+  EXPECT_THAT(prefill_before_seed, ElementsAre("scrape SIDE_PREFILL"));  // cache_reset's
 }
 
 // A request that reached an instance after the reset ahead (its counters

@@ -39,6 +39,15 @@ struct EmptyCaches {
   int prefill_check_requests = 0, decode_check_requests = 0;
 };
 
+// Prefill's counters as cache_reset found them, untouched since the caches
+// were reset ahead: where the cache_seed right after starts counting its
+// hits, without a scrape of its own (docs/design.md §5).
+struct SeedStart {
+  std::string experiment_id;
+  v1::ServingInstance prefill;
+  InstanceCounters counters;
+};
+
 // What a stage may use. Borrowed; outlives the stage.
 struct StageEnv {
   Store& store;
@@ -54,6 +63,9 @@ struct StageEnv {
   // The lane's record of caches already reset; null: never reset ahead.
   // Only the lane thread uses it.
   std::optional<EmptyCaches>* empty_caches = nullptr;
+  // Left by cache_reset for its experiment's cache_seed; null: none kept.
+  // Only the lane thread uses it.
+  std::optional<SeedStart>* seed_start = nullptr;
 };
 
 // Each side's address as far as the spec knows it before launch: loopback,
