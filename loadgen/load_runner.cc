@@ -333,10 +333,15 @@ awaitable<void> LoadRunner::Impl::Dispatch() {
       if (due > Clock::now()) {
         error_code ec;
         // The spin is at most a quarter of the wait: a short wait (a high
-        // rate, where the thread is seldom idle) spins for little.
-        const auto early = std::min<Clock::duration>(kArrivalSpin, (due - Clock::now()) / 4);
-        arrival_timer_->expires_at(due - early);
-        co_await arrival_timer_->async_wait(asio::redirect_error(use_awaitable, ec));
+        // rate, where the thread is seldom idle) spins for little. A wait no
+        // longer than kArrivalSpin is spun whole: a timer that short would
+        // fire late anyway, by about as much as the wait.
+        const Clock::duration wait = due - Clock::now();
+        if (wait > kArrivalSpin) {
+          const auto early = std::min<Clock::duration>(kArrivalSpin, wait / 4);
+          arrival_timer_->expires_at(due - early);
+          co_await arrival_timer_->async_wait(asio::redirect_error(use_awaitable, ec));
+        }
         arrival = std::max(due, Clock::now());  // Fired early: Send waits out the rest.
       }
       while (in_flight_ >= options_.concurrency && !cancelled_) co_await WaitForWake();
