@@ -194,9 +194,14 @@ void FakeServer::Serve(int fd) {
       }
       continue;
     }
-    if (!SendAll(fd,
-                 "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                 "Transfer-Encoding: chunked\r\n\r\n")) {
+    // kUntilClose: no length and no chunks; the body ends when the
+    // connection does, as HTTP/1.1 allows.
+    const bool chunked = mode != Mode::kUntilClose;
+    auto frame = [chunked](const std::string& event) { return chunked ? Chunk(event) : event; };
+    if (!SendAll(fd, chunked ? "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                               "Transfer-Encoding: chunked\r\n\r\n"
+                             : "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                               "Connection: close\r\n\r\n")) {
       return;
     }
     if (mode == Mode::kHang) {
@@ -211,7 +216,7 @@ void FakeServer::Serve(int fd) {
       if (mode == Mode::kDropMidStream && i == tokens / 2) return;
       absl::SleepFor(gap);
       if (!SendAll(fd,
-                   Chunk(absl::StrCat("data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"text\":\" w",
+                   frame(absl::StrCat("data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"text\":\" w",
                                       i, "\",\"finish_reason\":null}]}\n\n")))) {
         return;
       }
@@ -220,10 +225,10 @@ void FakeServer::Serve(int fd) {
         "data: {\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":", PromptTokens(body),
         ",\"completion_tokens\":", tokens, ",\"total_tokens\":", PromptTokens(body) + tokens,
         ",\"prompt_tokens_details\":{\"cached_tokens\":", cached, "}}}\n\n");
-    std::string tail = Chunk(usage);
-    if (mode != Mode::kNoDone) tail += Chunk("data: [DONE]\n\n");
-    tail += "0\r\n\r\n";
-    if (!SendAll(fd, tail)) return;
+    std::string tail = frame(usage);
+    if (mode != Mode::kNoDone) tail += frame("data: [DONE]\n\n");
+    if (chunked) tail += "0\r\n\r\n";
+    if (!SendAll(fd, tail) || !chunked) return;
   }
 }
 

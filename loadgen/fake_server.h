@@ -1,7 +1,8 @@
 // FakeServer: a tiny OpenAI-compatible streaming server for runner tests —
 // plain sockets, one thread per connection, port 0 on 127.0.0.1. It counts
 // what it saw (connections, requests, peak in-flight, request heads) and can
-// misbehave on demand (5xx, dropped stream, hang, missing [DONE]).
+// misbehave on demand (5xx, dropped stream, hang, missing [DONE]) or end a
+// body by closing.
 //
 // Thread-safe.
 #ifndef SERVELAB_LOADGEN_FAKE_SERVER_H_
@@ -20,7 +21,8 @@ namespace servelab::loadgen {
 
 class FakeServer {
  public:
-  enum class Mode { kStream, kHttp500, kDropMidStream, kHang, kNoDone };
+  // kUntilClose streams a body that ends with the connection (no length).
+  enum class Mode { kStream, kHttp500, kDropMidStream, kHang, kNoDone, kUntilClose };
 
   FakeServer();
   ~FakeServer();

@@ -37,6 +37,7 @@ using beast::error_code;
 constexpr std::chrono::microseconds kArrivalSpin(100);
 
 constexpr size_t kReadChunk = 8 * 1024;
+constexpr size_t kSocketRead = 64 * 1024;  // At most one read's worth, as Beast reads
 constexpr size_t kMaxErrorBody = 512;
 
 struct Connection {
@@ -470,12 +471,31 @@ awaitable<error_code> LoadRunner::Impl::ReadBody(Connection& conn,
   error_code ec;
   SseParser sse;
   char buf[kReadChunk];
+  // The socket's bytes go to conn.buffer and the parser takes them from
+  // there, as Beast's http::async_read_some does, but without its composed
+  // operation: that added a layer of handlers and executor copies to every
+  // streamed chunk (issue 9, P3; docs/design.md §10).
+  bool need_more = conn.buffer.size() == 0;
   while (!ec && !parser.is_done()) {
+    if (need_more) {
+      const size_t n = co_await conn.stream.socket().async_read_some(
+          conn.buffer.prepare(kSocketRead), asio::redirect_error(use_awaitable, ec));
+      conn.buffer.commit(n);
+      if (ec == asio::error::eof) {
+        ec = {};
+        if (parser.got_some()) {
+          parser.put_eof(ec);  // A body that ends with the connection.
+        } else {
+          ec = http::error::end_of_stream;
+        }
+      }
+      if (ec || parser.is_done()) break;
+    }
     parser.get().body().data = buf;
     parser.get().body().size = sizeof buf;
-    co_await http::async_read_some(conn.stream.socket(), conn.buffer, parser,
-                                   asio::redirect_error(use_awaitable, ec));
-    if (ec == http::error::need_buffer) ec = {};
+    conn.buffer.consume(parser.put(conn.buffer.data(), ec));
+    need_more = ec == http::error::need_more || conn.buffer.size() == 0;
+    if (ec == http::error::need_more || ec == http::error::need_buffer) ec = {};
     int64_t now = SinceStart();
     size_t got = sizeof buf - parser.get().body().size;
     if (got == 0) continue;

@@ -172,6 +172,25 @@ TEST(LoadRunnerTest, DroppedStreamAndMissingDoneAreErrors) {
   for (const auto& r : sink2.records()) EXPECT_THAT(r.error(), HasSubstr("without [DONE]"));
 }
 
+// HTTP/1.1 lets a body end with its connection (no length, no chunks): the
+// stream is whole, and the next request takes a new connection.
+TEST(LoadRunnerTest, ABodyThatEndsWithItsConnectionIsWhole) {
+  FakeServer server;
+  server.set_mode(FakeServer::Mode::kUntilClose);
+  auto runner = LoadRunner::Create(Options(server, 1));
+  MemorySink sink;
+  absl::StatusOr<LoadSummary> s = (*runner)->Run(Prompts(2, 4, 6), {}, sink);
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(s->completed, 2);
+  ASSERT_EQ(sink.records().size(), 2u);
+  for (const auto& r : sink.records()) {
+    EXPECT_EQ(r.error(), "");
+    EXPECT_EQ(r.chunk_ns_size(), 6);
+    EXPECT_EQ(r.completion_tokens(), 6);
+  }
+  EXPECT_EQ(server.requests(), 2);
+}
+
 TEST(LoadRunnerTest, PerRequestTimeout) {
   FakeServer server;
   server.set_mode(FakeServer::Mode::kHang);
