@@ -41,7 +41,7 @@ struct EmptyCaches {
 
 // Prefill's counters as cache_reset found them, untouched since the caches
 // were reset ahead: where the cache_seed right after starts counting its
-// hits, without a scrape of its own (docs/design.md §5).
+// hits, without a scrape of its own (docs/design.md §9).
 struct SeedStart {
   std::string experiment_id;
   v1::ServingInstance prefill;
