@@ -4,7 +4,7 @@
 //
 //   build/bin/loadgen_bench [--streams 200,1000,2000] [--rates 1000,5000]
 //       [--output-tokens 150] [--decode-seconds 0.02] [--unpaced-tokens 1000]
-//       [--client-core 0] [--sim-core 1]
+//       [--client-core 0] [--sim-core 1] [--realtime-priority 1]
 //
 // Every run writes its records to an SQLite record file (the daemon's
 // schema, one row per request, a transaction per batch), so the CPU figures
@@ -52,6 +52,7 @@
 #include "bench/loopback_floor.h"
 #include "loadgen/dataset.h"
 #include "loadgen/load_runner.h"
+#include "loadgen/realtime.h"
 #include "loadgen/record_file.h"
 #include "loadgen/schedule.h"
 
@@ -60,6 +61,10 @@ namespace {
 
 using loadgen::LoadOptions;
 using loadgen::LoadRunner;
+
+// Every run's LoadOptions::realtime_priority (--realtime-priority): the
+// client measured as servelab-load and servelabd run it.
+int client_realtime_priority = 1;
 
 std::string Fetch(const std::string& url) {
   std::string cmd = absl::StrCat("/usr/bin/curl -s --max-time 30 ", url);
@@ -105,8 +110,9 @@ std::map<std::string, ServerStamp> ServerStamps(const std::string& json) {
 }
 
 // Where a request's TTFT gap (client TTFT - server TTFT) is spent: on the
-// way in (the client starting to send -> the sim reading the first byte)
-// and on the way out (the sim's first-token write -> the client's read).
+// way in (the client starting to send -> the first byte reaching the sim's
+// socket, by the kernel's stamp) and on the way out (the sim's first-token
+// write -> the client's read).
 struct GapLegs {
   double in = 0, out = 0;
 };
@@ -137,7 +143,7 @@ void PrintGapLegs(std::vector<std::pair<double, GapLegs>> gaps) {
     tail_out += gaps[i].second.out;
   }
   const double tail = static_cast<double>(gaps.size() - tail_from);
-  Figure("gap on the way in (send -> sim reads) p50", analysis::Percentile(in, 50) * 1e3, "ms",
+  Figure("gap on the way in (send -> sim's socket) p50", analysis::Percentile(in, 50) * 1e3, "ms",
          "-");
   Figure("gap on the way in p99", analysis::Percentile(in, 99) * 1e3, "ms", "-");
   Figure("gap on the way out (sim writes -> read) p50", analysis::Percentile(out, 50) * 1e3, "ms",
@@ -184,6 +190,7 @@ RunOutput RunLoad(const std::string& url, const std::string& dir, const std::str
   o.concurrency = c;
   o.experiment_id = id;
   o.request_timeout = absl::Minutes(5);
+  o.realtime_priority = client_realtime_priority;
   auto runner = LoadRunner::Create(o);
   const std::string path = absl::StrCat(dir, "/", id, ".sqlite");
   auto sink = loadgen::OpenRecordFile(path, spec);
@@ -361,7 +368,14 @@ int Main(int argc, char** argv) {
   app.add_option("--client-core", client_core, "Pin this process to a core (-1: no)");
   app.add_option("--sim-core", sim_core, "Pin the sim to a core (-1: no)");
   app.add_option("--sim", sim_path, "servelab-sim binary (default: beside this one)");
+  app.add_option("--realtime-priority", client_realtime_priority,
+                 "The client's sending thread runs SCHED_FIFO at this priority (0: ordinary)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (absl::Status s = loadgen::CheckRealtimeAllowed(client_realtime_priority); !s.ok()) {
+    std::cerr << "--realtime-priority: " << s.message() << "\n";
+    return 1;
+  }
   if (sim_path.empty()) sim_path = SiblingBinary("servelab-sim");
   const std::string dir = MakeWorkDir("loadgen_bench");
   if (dir.empty()) return 1;
@@ -374,7 +388,10 @@ int Main(int argc, char** argv) {
   }
   PinTo(client_core);
   std::cout << "loadgen_bench on " << Machine() << "\n"
-            << "client pinned to core " << client_core << ", sim to core " << sim_core << "\n";
+            << "client pinned to core " << client_core << " (sending thread "
+            << (client_realtime_priority > 0 ? absl::StrCat("SCHED_FIFO ", client_realtime_priority)
+                                             : std::string("ordinary scheduling"))
+            << "), sim to core " << sim_core << "\n";
   const std::string url = absl::StrCat("http://127.0.0.1:", paced.port);
   for (int s : streams) {
     StreamsRun(url, dir, s, output_tokens, paced.pid);

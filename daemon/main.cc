@@ -60,6 +60,11 @@ void AddFlags(CLI::App& app, Flags& flags) {
                  "$SLURM_CONF, else Slurm's own default)");
   app.add_flag("--paused", flags.daemon.paused,
                "Accept and plan experiments but run none (the accelerator lane stays idle)");
+  app.add_option("--load-realtime-priority", flags.daemon.load_realtime_priority,
+                 "Run every load's sending thread SCHED_FIFO at this priority (1-99), so that no "
+                 "other thread on its core delays an arrival; needs root, CAP_SYS_NICE or "
+                 "LimitRTPRIO=. 0: ordinary scheduling")
+      ->capture_default_str();
   app.add_flag("--list-crash-points", flags.list_crash_points,
                "Print the test-only crash points (SERVELAB_CRASH_AT=NAME[@N]) and exit");
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error, critical, off")

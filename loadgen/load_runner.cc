@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "google/protobuf/util/time_util.h"
 #include "loadgen/beast.h"
+#include "loadgen/realtime.h"
 #include "loadgen/request.h"
 #include "loadgen/sse.h"
 
@@ -597,6 +598,16 @@ absl::StatusOr<LoadSummary> LoadRunner::Impl::Run(const PromptSet& prompts,
     return absl::InvalidArgumentError(absl::StrCat("planned_send_ns has ", planned.size(),
                                                    " entries for ", prompts.size(), " prompts"));
   }
+  // This thread's; the writer thread sets its own (idle) scheduling.
+  absl::StatusOr<ThreadScheduling> scheduling = EnterRealtime(options_.realtime_priority);
+  if (!scheduling.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "realtime_priority: ", scheduling.status().message(), "; no request was sent"));
+  }
+  struct Restore {
+    const ThreadScheduling& previous;
+    ~Restore() { RestoreScheduling(previous); }
+  } restore{*scheduling};
   error_code ec;
   tcp::resolver resolver(ioc_);
   endpoints_ = resolver.resolve(endpoint_.host, endpoint_.port, ec);
@@ -653,6 +664,9 @@ absl::StatusOr<std::unique_ptr<LoadRunner>> LoadRunner::Create(LoadOptions optio
   }
   if (options.request_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("request_timeout must be > 0");
+  }
+  if (absl::Status s = ValidateRealtimePriority(options.realtime_priority); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("realtime_priority ", s.message()));
   }
   absl::StatusOr<Endpoint> endpoint = ParseEndpoint(options.url);
   if (!endpoint.ok()) return endpoint.status();

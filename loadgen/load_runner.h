@@ -75,6 +75,10 @@ struct LoadOptions {
   // Open this many keep-alive connections (at most C) after the endpoint check, so
   // connection setup stays out of the measured requests. -1: min(C, N).
   int preconnect = -1;
+  // The io thread runs SCHED_FIFO at this priority for the run (0: ordinary
+  // scheduling), so that no other thread on its core delays an arrival
+  // (loadgen/realtime.h). Run refuses before sending if it is not permitted.
+  int realtime_priority = 0;
 };
 
 struct LoadSummary {

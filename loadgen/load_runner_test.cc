@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <thread>
@@ -9,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "loadgen/fake_server.h"
+#include "loadgen/realtime.h"
 #include "loadgen/schedule.h"
 #include "tests/testing/ports.h"
 #include "tests/testing/status_matchers.h"
@@ -229,6 +231,44 @@ TEST(LoadRunnerTest, RejectsBadOptions) {
   o.url = "https://x";
   EXPECT_THAT(LoadRunner::Create(o),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("https")));
+  o.url = "http://127.0.0.1:1";
+  for (int priority : {-1, 100}) {
+    o.realtime_priority = priority;
+    EXPECT_THAT(LoadRunner::Create(o), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                HasSubstr("realtime_priority must be 0")));
+  }
+}
+
+// The io thread runs SCHED_FIFO while the load runs, and its own scheduling
+// again once Run returns. Needs the privilege, which CI has (root); the
+// refusal without it is servelab_load_test's.
+TEST(LoadRunnerTest, TheSendingThreadIsRealtimeForTheRunOnly) {
+  if (!CheckRealtimeAllowed(1).ok()) GTEST_SKIP() << "SCHED_FIFO is not permitted here";
+  FakeServer server;
+  server.set_mode(FakeServer::Mode::kHang);
+  LoadOptions options = Options(server, 1);
+  options.realtime_priority = 1;
+  auto runner = LoadRunner::Create(options);
+  ASSERT_THAT(runner, IsOk());
+  MemorySink sink;
+  int policy_after = -1;
+  std::thread io([&] {
+    ASSERT_THAT((*runner)->Run(Prompts(1, 4, 2), {}, sink), IsOk());
+    sched_param param{};
+    pthread_getschedparam(pthread_self(), &policy_after, &param);
+  });
+  ASSERT_TRUE(servelab::testing::WaitFor([&] { return (*runner)->progress().sent >= 1; },
+                                         absl::Seconds(20)));
+  int policy_during = -1;
+  sched_param during{};
+  pthread_getschedparam(io.native_handle(), &policy_during, &during);
+  (*runner)->Cancel();
+  io.join();
+  EXPECT_EQ(policy_during, SCHED_FIFO);
+  EXPECT_EQ(during.sched_priority, 1);
+  EXPECT_EQ(policy_after, SCHED_OTHER);
+  ASSERT_EQ(sink.records().size(), 1u);
+  EXPECT_THAT(sink.records()[0].error(), HasSubstr("cancelled"));
 }
 
 TEST(LoadRunnerTest, CancelRecordsEveryRequest) {

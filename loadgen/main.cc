@@ -16,6 +16,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "loadgen/dataset.h"
 #include "loadgen/load_runner.h"
+#include "loadgen/realtime.h"
 #include "loadgen/record_file.h"
 #include "loadgen/schedule.h"
 
@@ -101,6 +102,7 @@ struct Flags {
   double timeout_seconds = 600;
   std::string load_tag;
   std::string experiment_id = "load";
+  int realtime_priority = 0;
 };
 
 // Checks every flag before anything is sent; messages name the flag.
@@ -139,6 +141,13 @@ absl::Status Validate(const Flags& f) {
     return absl::InvalidArgumentError(
         absl::StrCat("--device-count must be >= 0, got ", f.device_count));
   if (!(f.timeout_seconds > 0)) return absl::InvalidArgumentError("--timeout must be > 0");
+  if (absl::Status s = ValidateRealtimePriority(f.realtime_priority); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--realtime-priority ", s.message()));
+  }
+  // Refused now, not when the load starts: before --out is created.
+  if (absl::Status s = CheckRealtimeAllowed(f.realtime_priority); !s.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("--realtime-priority: ", s.message()));
+  }
   return absl::OkStatus();
 }
 
@@ -200,6 +209,7 @@ int RunLoad(const Flags& f, SignalCanceller& signals) {
   options.request_timeout = absl::Seconds(f.timeout_seconds);
   options.load_tag = f.load_tag;
   options.experiment_id = f.experiment_id;
+  options.realtime_priority = f.realtime_priority;
   absl::StatusOr<std::unique_ptr<LoadRunner>> runner = LoadRunner::Create(options);
   if (!runner.ok()) return Fail(absl::StrCat("--url: ", runner.status().message()), 2);
   signals.Watch(runner->get());
@@ -284,6 +294,11 @@ int Main(int argc, char** argv) {
   app.add_option("--timeout", f.timeout_seconds, "Per-request timeout, seconds");
   app.add_option("--load-tag", f.load_tag, "Value of the x-servelab-load header");
   app.add_option("--experiment-id", f.experiment_id, "experiment_id of the records");
+  app.add_option("--realtime-priority", f.realtime_priority,
+                 "Run the sending thread SCHED_FIFO at this priority (1-99) so that no other "
+                 "thread on its core delays an arrival; needs root, CAP_SYS_NICE or ulimit -r. "
+                 "0: ordinary scheduling")
+      ->capture_default_str();
 
   CLI::App* analyze = app.add_subcommand("analyze", "Recompute the analysis of a record file");
   std::string path;

@@ -1,7 +1,10 @@
 #include "sim/http_conn.h"
 
+#include <sys/socket.h>
+
 #include <boost/beast/core/buffers_suffix.hpp>
 #include <cstdio>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -97,6 +100,33 @@ asio::awaitable<bool> ClientConn::EndChunked(absl::string_view data) {
       Buffers{asio::buffer(size_line_, n), asio::buffer(data.data(), data.size()),
               asio::buffer(kCrlf.data(), kCrlf.size()), asio::buffer(kLast.data(), kLast.size())};
   return Flush();
+}
+
+std::chrono::steady_clock::time_point ClientConn::NextByteArrival() {
+  const auto now = std::chrono::steady_clock::now();
+  const auto wall_now = std::chrono::system_clock::now();
+  char byte;
+  iovec data{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+  msghdr msg{};
+  msg.msg_iov = &data;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  if (recvmsg(socket_.native_handle(), &msg, MSG_PEEK | MSG_DONTWAIT) != 1) return now;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
+    timespec stamp;
+    std::memcpy(&stamp, CMSG_DATA(c), sizeof stamp);
+    // The stamp is wall-clock time: its age, taken off the steady now.
+    const auto age =
+        wall_now -
+        std::chrono::system_clock::time_point(
+            std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                std::chrono::seconds(stamp.tv_sec) + std::chrono::nanoseconds(stamp.tv_nsec)));
+    if (age.count() > 0) return now - std::chrono::duration_cast<std::chrono::nanoseconds>(age);
+  }
+  return now;
 }
 
 void ClientConn::Abort() {

@@ -14,6 +14,7 @@
 #define SERVELAB_SIM_HTTP_CONN_H_
 
 #include <array>
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -30,6 +31,13 @@ class ClientConn {
   explicit ClientConn(tcp::socket socket) : socket_(std::move(socket)) {}
 
   tcp::socket& socket() { return socket_; }
+
+  // When the next unread byte reached this socket: the kernel's receive
+  // stamp (SO_TIMESTAMPNS, set on the listener), on the steady clock. A request arrives then, not
+  // when this thread gets to read it: a busy sim reads late, and that wait is the server's time, as
+  // the client's TTFT counts it (docs/design.md §10). Now, when there is no unread byte or no
+  // stamp. Does not consume it.
+  std::chrono::steady_clock::time_point NextByteArrival();
 
   asio::awaitable<bool> WriteResponse(int status, absl::string_view content_type,
                                       absl::string_view body, bool keep_alive);

@@ -1,5 +1,7 @@
 #include "sim/server.h"
 
+#include <sys/socket.h>
+
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <ctime>
@@ -61,6 +63,12 @@ absl::Status Server::Listen() {
   tcp::endpoint endpoint(address, static_cast<unsigned short>(port_ != 0 ? port_ : options_.port));
   acceptor_.open(endpoint.protocol(), ec);
   if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  // The kernel stamps every segment that arrives (SO_TIMESTAMPNS), and each
+  // accepted connection inherits the flag: a request's bytes are stamped even
+  // when they come before the sim accepts (ClientConn::NextByteArrival).
+  // Without it a request arrives when the sim reads it, as before.
+  const int on = 1;
+  if (!ec) setsockopt(acceptor_.native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
   if (!ec) acceptor_.bind(endpoint, ec);
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
@@ -134,11 +142,12 @@ asio::awaitable<void> Server::Session(tcp::socket socket) {
     // The request arrives with its first byte, not once it is whole and
     // parsed: a large prompt's reading is the server's time, as the
     // client's TTFT counts it. Pipelined bytes are already here.
+    auto received = std::chrono::steady_clock::now();
     if (buffer.size() == 0) {
       co_await conn.socket().async_wait(tcp::socket::wait_read,
                                         asio::redirect_error(asio::use_awaitable, ec));
+      received = conn.NextByteArrival();
     }
-    const auto received = std::chrono::steady_clock::now();
     co_await http::async_read(conn.socket(), buffer, parser,
                               asio::redirect_error(asio::use_awaitable, ec));
     if (ec == http::error::body_limit) {

@@ -9,6 +9,7 @@
 #include "daemon/core/ledger.h"
 #include "loadgen/dataset.h"
 #include "loadgen/load_runner.h"
+#include "loadgen/realtime.h"
 #include "loadgen/schedule.h"
 
 namespace servelab::load {
@@ -89,6 +90,11 @@ class CallbackSink : public loadgen::RecordSink {
 
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<LoadgenDriver>> LoadgenDriver::Create(int realtime_priority) {
+  SERVELAB_RETURN_IF_ERROR(loadgen::CheckRealtimeAllowed(realtime_priority));
+  return std::unique_ptr<LoadgenDriver>(new LoadgenDriver(realtime_priority));
+}
+
 absl::StatusOr<core::LoadPlanSummary> LoadgenDriver::Plan(const core::LoadJob& job) {
   SERVELAB_ASSIGN_OR_RETURN(Prepared p, Prepare(job));
   core::LoadPlanSummary summary;
@@ -119,6 +125,7 @@ absl::StatusOr<core::LoadOutcome> LoadgenDriver::Run(
   options.experiment_id = job.experiment_id;
   options.phase = job.phase;
   options.attempt = job.attempt;
+  options.realtime_priority = realtime_priority_;
   SERVELAB_ASSIGN_OR_RETURN(std::unique_ptr<loadgen::LoadRunner> runner,
                             loadgen::LoadRunner::Create(options));
   CallbackSink sink(on_records);

@@ -85,6 +85,18 @@ bool MetricsNeedTls(const std::optional<ListenAddress>& metrics) {
   return metrics.has_value() && !IsLoopbackHost(metrics->host);
 }
 
+// The load driver. A real-time priority that is out of range or not
+// permitted is refused when the daemon starts, not at its first load.
+absl::StatusOr<std::unique_ptr<load::LoadgenDriver>> MakeLoadDriver(int realtime_priority) {
+  absl::StatusOr<std::unique_ptr<load::LoadgenDriver>> driver =
+      load::LoadgenDriver::Create(realtime_priority);
+  if (!driver.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--load-realtime-priority: ", driver.status().message()));
+  }
+  return driver;
+}
+
 // TLS on a TCP --listen or a non-loopback /metrics, both files or neither,
 // and never plain text off the host (docs/design.md §13).
 absl::Status CheckTransportSecurity(const DaemonOptions& options, const ListenAddress& listen,
@@ -160,6 +172,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& opti
     SERVELAB_ASSIGN_OR_RETURN(tls_key_pem, ReadPem("--tls-key", options.tls_key));
   }
 
+  SERVELAB_ASSIGN_OR_RETURN(std::unique_ptr<load::LoadgenDriver> load_driver,
+                            MakeLoadDriver(options.load_realtime_priority));
   SERVELAB_RETURN_IF_ERROR(MakeStateDir(state_dir));
   auto daemon = std::unique_ptr<Daemon>(
       new Daemon(options, state_dir, std::move(listen), std::move(metrics)));
@@ -191,7 +205,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Create(const DaemonOptions& opti
   daemon->placements_ = std::make_unique<placement::PlacementSet>(placement_options);
   engine_options.placements = daemon->placements_.get();
   daemon->instances_ = std::make_unique<engines::EngineSet>(engine_options);
-  daemon->load_driver_ = std::make_unique<load::LoadgenDriver>();
+  daemon->load_driver_ = std::move(load_driver);
   const std::string log_dir = absl::StrCat(state_dir, "/logs");
   SERVELAB_RETURN_IF_ERROR(MakeStateDir(log_dir));
   daemon->runner_ = std::make_unique<core::StageRunner>(

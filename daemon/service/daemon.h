@@ -88,6 +88,9 @@ struct DaemonOptions {
   // Accept, freeze, plan and store experiments, but run none: the lane stays
   // idle until a daemon is started without it.
   bool paused = false;
+  // Every load's sending thread runs SCHED_FIFO at this priority (0:
+  // ordinary scheduling); refused at start when not permitted.
+  int load_realtime_priority = 0;
 };
 
 class Daemon {

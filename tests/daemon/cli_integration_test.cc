@@ -218,6 +218,39 @@ TEST_F(CliIntegrationTest, LoopbackTcpAndRefusedRemote) {
   EXPECT_THAT(remote.err, HasSubstr("--allow-remote"));
 }
 
+// A real-time load priority is checked when the daemon starts, not when an
+// experiment's first load would fail: out of range or not permitted, the
+// daemon refuses to start and creates nothing.
+TEST_F(CliIntegrationTest, LoadRealtimePriorityIsCheckedAtStart) {
+  testing::TempDir other;
+  const std::string other_state = other.File("state");
+  RunResult above = testing::Run(
+      {BinPath("servelabd"), "--state-dir", other_state, "--load-realtime-priority", "100"});
+  EXPECT_NE(above.exit_code, 0);
+  EXPECT_THAT(above.err, HasSubstr("--load-realtime-priority: must be 0"));
+  // setpriv takes CAP_SYS_NICE from a root test's child; prlimit leaves it no
+  // RLIMIT_RTPRIO.
+  std::vector<std::string> unprivileged = {"/usr/bin/prlimit",
+                                           "--rtprio=0",
+                                           "--",
+                                           BinPath("servelabd"),
+                                           "--state-dir",
+                                           other_state,
+                                           "--load-realtime-priority",
+                                           "1"};
+  if (geteuid() == 0) {
+    unprivileged.insert(unprivileged.begin(),
+                        {"/usr/bin/setpriv", "--bounding-set", "-sys_nice", "--"});
+  }
+  RunResult refused = testing::Run(unprivileged);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err, HasSubstr("--load-realtime-priority: SCHED_FIFO priority 1 refused"));
+  EXPECT_FALSE(testing::FileExists(other_state));
+  if (geteuid() != 0) GTEST_SKIP() << "SCHED_FIFO needs root here";
+  auto daemon = StartDaemon({"--load-realtime-priority", "1"});
+  EXPECT_EQ(Cli({"list"}).exit_code, 0);
+}
+
 TEST_F(CliIntegrationTest, TlsOnTcpNeedsTheCaAndRemoteNeedsTls) {
   const std::string cert = dir_.File("cert.pem"), key = dir_.File("key.pem");
   ASSERT_NO_FATAL_FAILURE(MakeCertificate(cert, key));

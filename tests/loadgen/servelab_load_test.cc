@@ -193,14 +193,17 @@ TEST_P(ServelabLoadBadInputTest, FailsNamingTheFlagAndSendsNothing) {
 
 INSTANTIATE_TEST_SUITE_P(
     Flags, ServelabLoadBadInputTest,
-    ::testing::Values(BadInput{"ZeroRequests", {"--num-requests", "0"}, "--num-requests"},
-                      BadInput{"NegativeRequests", {"--num-requests", "-3"}, "--num-requests"},
-                      BadInput{"ZeroConcurrency", {"--concurrency", "0"}, "--concurrency"},
-                      BadInput{"NegativeRate", {"--rate", "-1"}, "--rate"},
-                      BadInput{"ZeroOutput", {"--output-tokens", "0"}, "--output-tokens"},
-                      BadInput{"PrefixRatioOne", {"--prefix-ratio", "1"}, "--prefix-ratio"},
-                      BadInput{"PrefixRatioNegative", {"--prefix-ratio", "-0.1"}, "--prefix-ratio"},
-                      BadInput{"OutFileExists", {"--out", "/"}, "--out"}),
+    ::testing::Values(
+        BadInput{"ZeroRequests", {"--num-requests", "0"}, "--num-requests"},
+        BadInput{"NegativeRequests", {"--num-requests", "-3"}, "--num-requests"},
+        BadInput{"ZeroConcurrency", {"--concurrency", "0"}, "--concurrency"},
+        BadInput{"NegativeRate", {"--rate", "-1"}, "--rate"},
+        BadInput{"ZeroOutput", {"--output-tokens", "0"}, "--output-tokens"},
+        BadInput{"PrefixRatioOne", {"--prefix-ratio", "1"}, "--prefix-ratio"},
+        BadInput{"PrefixRatioNegative", {"--prefix-ratio", "-0.1"}, "--prefix-ratio"},
+        BadInput{"OutFileExists", {"--out", "/"}, "--out"},
+        BadInput{"RealtimePriorityAbove99", {"--realtime-priority", "100"}, "--realtime-priority"},
+        BadInput{"RealtimePriorityNegative", {"--realtime-priority", "-1"}, "--realtime-priority"}),
     [](const auto& info) { return info.param.name; });
 
 TEST(ServelabLoadTest, UnreachableEndpointIsAClearErrorWithNothingSent) {
@@ -215,6 +218,51 @@ TEST(ServelabLoadTest, UnreachableEndpointIsAClearErrorWithNothingSent) {
   EXPECT_THAT(r.err, HasSubstr("no request was sent"));
   // The record file holds the spec line and no record.
   EXPECT_THAT(ReadFile(out), ::testing::Not(HasSubstr("sent_ns")));
+}
+
+// Without the privilege a real-time run is refused before anything is sent
+// or stored. setpriv drops CAP_SYS_NICE from a root test's child (util-linux,
+// like prlimit, which leaves it no RLIMIT_RTPRIO).
+TEST(ServelabLoadTest, RealtimeWithoutThePrivilegeIsRefusedBeforeAnything) {
+  TempDir dir;
+  Sim sim(dir);
+  const std::string out = dir.File("r.sqlite");
+  std::vector<std::string> args = {"/usr/bin/prlimit",
+                                   "--rtprio=0",
+                                   "--",
+                                   BinPath("servelab-load"),
+                                   "--url",
+                                   sim.url(),
+                                   "-n",
+                                   "4",
+                                   "-c",
+                                   "2",
+                                   "--input-tokens",
+                                   "8",
+                                   "--output-tokens",
+                                   "2",
+                                   "--realtime-priority",
+                                   "1",
+                                   "--out",
+                                   out};
+  if (geteuid() == 0)
+    args.insert(args.begin(), {"/usr/bin/setpriv", "--bounding-set", "-sys_nice", "--"});
+  RunResult r = servelab::testing::Run(args, {}, absl::Seconds(60));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--realtime-priority: SCHED_FIFO priority 1 refused"));
+  EXPECT_THAT(r.err, HasSubstr("CAP_SYS_NICE"));
+  EXPECT_FALSE(FileExists(out));
+  EXPECT_THAT(sim.Curl({sim.Url("/debug/requests")}), HasSubstr("\"requests\":[]"));
+}
+
+TEST(ServelabLoadTest, RealtimeRunCompletesWhenPermitted) {
+  if (geteuid() != 0) GTEST_SKIP() << "SCHED_FIFO needs root here";
+  TempDir dir;
+  Sim sim(dir);
+  RunResult r = Load({"--url", sim.url(), "-n", "6", "-c", "3", "--input-tokens", "8",
+                      "--output-tokens", "3", "--realtime-priority", "1", "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ParseResult(r.out).whole().requests_completed(), 6);
 }
 
 TEST(ServelabLoadTest, AnalyzeOfAMissingFileFails) {

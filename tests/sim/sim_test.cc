@@ -3,6 +3,7 @@
 // overlap witness and the debug request log.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <thread>
 
@@ -545,6 +546,32 @@ TEST(SimHttpTest, ArrivalIsTheRequestsFirstByte) {
   JsonValue v = MustParse(Get(sim.port(), "/debug/requests").body);
   const JsonValue& rec = v.Find("requests")->items().back();
   ASSERT_EQ(rec.Find("request_id")->string_value(), "split-1");
+  EXPECT_GE(rec.Find("ttft_seconds")->number(), 0.3);
+  EXPECT_LT(rec.Find("ttft_seconds")->number(), 2.0);
+  EXPECT_NEAR(rec.Find("arrival_unix")->number(), sent_unix, 0.1);
+  EXPECT_GE(rec.Find("queue_seconds")->number(), 0.25);
+}
+
+// A request arrives when its bytes reach the sim's socket, by the kernel's
+// stamp, not when the sim's thread gets to read them: here the sim is
+// stopped for 300 ms with the whole request in its socket. Stamped at the
+// read, the request would show about 50 ms TTFT and no queue.
+TEST(SimHttpTest, ArrivalIsWhenTheBytesReachTheSocketNotWhenTheSimReads) {
+  SimProcess sim(kFast, "prefill_overhead_seconds: 5\ncold_start_requests: 0\n");  // 50 ms TTFT
+  ASSERT_TRUE(sim.WaitHealthy());
+  const double sent_unix = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
+  ASSERT_EQ(kill(sim.process().pid(), SIGSTOP), 0);
+  HttpResponse r;
+  std::thread client([&] {
+    r = RawHttp(sim.port(), ClosingPost(StreamBody("[1,2]", 2)), absl::Seconds(20),
+                /*half_close=*/false);
+  });
+  absl::SleepFor(absl::Milliseconds(300));
+  ASSERT_EQ(kill(sim.process().pid(), SIGCONT), 0);
+  client.join();
+  ASSERT_EQ(r.status, 200) << r.body;
+  JsonValue v = MustParse(Get(sim.port(), "/debug/requests").body);
+  const JsonValue& rec = v.Find("requests")->items().back();
   EXPECT_GE(rec.Find("ttft_seconds")->number(), 0.3);
   EXPECT_LT(rec.Find("ttft_seconds")->number(), 2.0);
   EXPECT_NEAR(rec.Find("arrival_unix")->number(), sent_unix, 0.1);
