@@ -228,21 +228,8 @@ TEST_F(CliIntegrationTest, LoadRealtimePriorityIsCheckedAtStart) {
       {BinPath("servelabd"), "--state-dir", other_state, "--load-realtime-priority", "100"});
   EXPECT_NE(above.exit_code, 0);
   EXPECT_THAT(above.err, HasSubstr("--load-realtime-priority: must be 0"));
-  // setpriv takes CAP_SYS_NICE from a root test's child; prlimit leaves it no
-  // RLIMIT_RTPRIO.
-  std::vector<std::string> unprivileged = {"/usr/bin/prlimit",
-                                           "--rtprio=0",
-                                           "--",
-                                           BinPath("servelabd"),
-                                           "--state-dir",
-                                           other_state,
-                                           "--load-realtime-priority",
-                                           "1"};
-  if (geteuid() == 0) {
-    unprivileged.insert(unprivileged.begin(),
-                        {"/usr/bin/setpriv", "--bounding-set", "-sys_nice", "--"});
-  }
-  RunResult refused = testing::Run(unprivileged);
+  RunResult refused = testing::Run(testing::WithoutRealtimePrivilege(
+      {BinPath("servelabd"), "--state-dir", other_state, "--load-realtime-priority", "1"}));
   EXPECT_NE(refused.exit_code, 0);
   EXPECT_THAT(refused.err, HasSubstr("--load-realtime-priority: SCHED_FIFO priority 1 refused"));
   EXPECT_FALSE(testing::FileExists(other_state));

@@ -221,33 +221,14 @@ TEST(ServelabLoadTest, UnreachableEndpointIsAClearErrorWithNothingSent) {
 }
 
 // Without the privilege a real-time run is refused before anything is sent
-// or stored. setpriv drops CAP_SYS_NICE from a root test's child (util-linux,
-// like prlimit, which leaves it no RLIMIT_RTPRIO).
+// or stored.
 TEST(ServelabLoadTest, RealtimeWithoutThePrivilegeIsRefusedBeforeAnything) {
   TempDir dir;
   Sim sim(dir);
   const std::string out = dir.File("r.sqlite");
-  std::vector<std::string> args = {"/usr/bin/prlimit",
-                                   "--rtprio=0",
-                                   "--",
-                                   BinPath("servelab-load"),
-                                   "--url",
-                                   sim.url(),
-                                   "-n",
-                                   "4",
-                                   "-c",
-                                   "2",
-                                   "--input-tokens",
-                                   "8",
-                                   "--output-tokens",
-                                   "2",
-                                   "--realtime-priority",
-                                   "1",
-                                   "--out",
-                                   out};
-  if (geteuid() == 0)
-    args.insert(args.begin(), {"/usr/bin/setpriv", "--bounding-set", "-sys_nice", "--"});
-  RunResult r = servelab::testing::Run(args, {}, absl::Seconds(60));
+  RunResult r = servelab::testing::Run(servelab::testing::WithoutRealtimePrivilege(
+      {BinPath("servelab-load"), "--url", sim.url(), "-n", "4", "-c", "2", "--input-tokens", "8",
+       "--output-tokens", "2", "--realtime-priority", "1", "--out", out}));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_THAT(r.err, HasSubstr("--realtime-priority: SCHED_FIFO priority 1 refused"));
   EXPECT_THAT(r.err, HasSubstr("CAP_SYS_NICE"));

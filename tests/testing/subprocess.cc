@@ -96,6 +96,14 @@ std::string SourcePath(const std::string& relative) {
   return absl::StrCat(SERVELAB_SOURCE_DIR, "/", relative);
 }
 
+std::vector<std::string> WithoutRealtimePrivilege(std::vector<std::string> argv) {
+  argv.insert(argv.begin(), {"/usr/bin/prlimit", "--rtprio=0", "--"});
+  if (geteuid() == 0) {
+    argv.insert(argv.begin(), {"/usr/bin/setpriv", "--bounding-set", "-sys_nice", "--"});
+  }
+  return argv;
+}
+
 RunResult Run(const std::vector<std::string>& argv, const std::vector<std::string>& env_overrides,
               absl::Duration timeout) {
   char out_tmpl[] = "/tmp/servelab-run-out.XXXXXX";

@@ -37,6 +37,11 @@ RunResult Run(const std::vector<std::string>& argv,
               const std::vector<std::string>& env_overrides = {},
               absl::Duration timeout = absl::Seconds(60));
 
+// `argv` as run without the privilege to ask for real-time scheduling: no
+// RLIMIT_RTPRIO (prlimit) and, for a root test, no CAP_SYS_NICE (setpriv).
+// Both are util-linux, in every Debian.
+std::vector<std::string> WithoutRealtimePrivilege(std::vector<std::string> argv);
+
 // A background process; stdout and stderr go to files `log_prefix`.out/.err
 // when given, else are discarded. The destructor kills it if still running.
 class Process {
