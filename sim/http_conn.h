@@ -33,10 +33,11 @@ class ClientConn {
   tcp::socket& socket() { return socket_; }
 
   // When the next unread byte reached this socket: the kernel's receive
-  // stamp (SO_TIMESTAMPNS, set on the listener), on the steady clock. A request arrives then, not
-  // when this thread gets to read it: a busy sim reads late, and that wait is the server's time, as
-  // the client's TTFT counts it (docs/design.md §10). Now, when there is no unread byte or no
-  // stamp. Does not consume it.
+  // stamp (SO_TIMESTAMPNS, set on the listener), on the steady clock. A
+  // request arrives then, not when this thread gets to read it: a busy sim
+  // reads late, and that wait is the server's time, as the client's TTFT
+  // counts it (docs/design.md §10). Now, when there is no unread byte or no
+  // stamp. Does not consume the byte.
   std::chrono::steady_clock::time_point NextByteArrival();
 
   asio::awaitable<bool> WriteResponse(int status, absl::string_view content_type,
