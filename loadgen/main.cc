@@ -141,10 +141,8 @@ absl::Status Validate(const Flags& f) {
     return absl::InvalidArgumentError(
         absl::StrCat("--device-count must be >= 0, got ", f.device_count));
   if (!(f.timeout_seconds > 0)) return absl::InvalidArgumentError("--timeout must be > 0");
-  if (absl::Status s = ValidateRealtimePriority(f.realtime_priority); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--realtime-priority ", s.message()));
-  }
-  // Refused now, not when the load starts: before --out is created.
+  // Out of range or not permitted, refused now, not when the load starts:
+  // before --out is created.
   if (absl::Status s = CheckRealtimeAllowed(f.realtime_priority); !s.ok()) {
     return absl::FailedPreconditionError(absl::StrCat("--realtime-priority: ", s.message()));
   }

@@ -119,12 +119,10 @@ std::chrono::steady_clock::time_point ClientConn::NextByteArrival() {
     timespec stamp;
     std::memcpy(&stamp, CMSG_DATA(c), sizeof stamp);
     // The stamp is wall-clock time: its age, taken off the steady now.
-    const auto age =
-        wall_now -
-        std::chrono::system_clock::time_point(
-            std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                std::chrono::seconds(stamp.tv_sec) + std::chrono::nanoseconds(stamp.tv_nsec)));
-    if (age.count() > 0) return now - std::chrono::duration_cast<std::chrono::nanoseconds>(age);
+    const std::chrono::nanoseconds age =
+        wall_now.time_since_epoch() -
+        (std::chrono::seconds(stamp.tv_sec) + std::chrono::nanoseconds(stamp.tv_nsec));
+    if (age.count() > 0) return now - age;
   }
   return now;
 }
