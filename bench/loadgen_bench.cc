@@ -23,7 +23,9 @@
 //   the client core wakes from an absolute sleep, and how often a thread
 //   that never sleeps is held up anyway (the host taking the vCPU).
 // After each run A, the kernel floor at the same connections and pacing
-// (loopback_floor.h): what bare write() and read() cost per chunk.
+// (loopback_floor.h): what a chunk costs with no code around it, with one
+// syscall per chunk and with io_uring, each round's chunks all at once and
+// spread over the round as run A's streams are.
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -263,26 +265,36 @@ void StreamsRun(const std::string& url, const std::string& dir, int streams, int
   Figure("busiest second: client's core", client_busiest, "cores", "-");
 }
 
+void PrintFloor(const LoopbackFloor& floor, int streams, double decode_seconds, bool spread,
+                KernelInterface interface) {
+  std::cout << absl::StrFormat(
+      "Kernel floor, %d loopback connections, one 200-byte chunk each per %.0f ms %s, %s\n",
+      streams, decode_seconds * 1e3, spread ? "spread over the round" : "all at once",
+      Describe(interface));
+  Figure("chunks/s received", floor.received_per_second, "chunks/s", "-");
+  Figure("receiver CPU per chunk (floor under client's)", floor.receiver_us_per_chunk, "us", "-");
+  Figure("sender CPU per chunk", floor.sender_us_per_chunk, "us", "-");
+  Figure("receiver core share", floor.receiver_core_share, "cores", "-");
+  Figure("sender core share", floor.sender_core_share, "cores", "-");
+}
+
 // The kernel's share of run A's cost: the same connections and pacing with
 // nothing but the kernel, one syscall per chunk (as Asio, and so the client,
-// pays today) and io_uring (loopback_floor.h). The client's CPU per chunk
-// cannot go below the receiver's figure of the interface it uses.
+// pays today) and io_uring (loopback_floor.h). Each round's chunks go out
+// all at once, then spread over the round as run A's streams are, so that
+// a receiver wakes for nearly each one. The client's CPU per chunk cannot go
+// below the spread receiver's figure of the interface it uses.
 void KernelFloor(int streams, double decode_seconds, int client_core, int sim_core) {
-  for (KernelInterface interface : kKernelInterfaces) {
-    LoopbackFloor floor = MeasureLoopbackFloor({.connections = streams,
-                                                .round_seconds = decode_seconds,
-                                                .sender_core = sim_core,
-                                                .receiver_core = client_core,
-                                                .interface = interface});
-    if (!floor.ok) continue;
-    std::cout << absl::StrFormat(
-        "Kernel floor, %d loopback connections, one 200-byte chunk each per %.0f ms, %s\n", streams,
-        decode_seconds * 1e3, Describe(interface));
-    Figure("chunks/s received", floor.received_per_second, "chunks/s", "-");
-    Figure("receiver CPU per chunk (floor under client's)", floor.receiver_us_per_chunk, "us", "-");
-    Figure("sender CPU per chunk", floor.sender_us_per_chunk, "us", "-");
-    Figure("receiver core share", floor.receiver_core_share, "cores", "-");
-    Figure("sender core share", floor.sender_core_share, "cores", "-");
+  for (bool spread : {false, true}) {
+    for (KernelInterface interface : kKernelInterfaces) {
+      LoopbackFloor floor = MeasureLoopbackFloor({.connections = streams,
+                                                  .round_seconds = decode_seconds,
+                                                  .spread = spread,
+                                                  .sender_core = sim_core,
+                                                  .receiver_core = client_core,
+                                                  .interface = interface});
+      if (floor.ok) PrintFloor(floor, streams, decode_seconds, spread, interface);
+    }
   }
 }
 

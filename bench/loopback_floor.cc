@@ -46,26 +46,44 @@ bool Window::Track(long long count) {
   return false;
 }
 
-void WaitForNextRound(const LoopbackFloorOptions& o, double& round_at) {
-  if (o.round_seconds <= 0) return;
-  round_at += o.round_seconds;
+RoundPacer::RoundPacer(const LoopbackFloorOptions& o, size_t connections)
+    : o_(o), connections_(connections), round_at_(Now(CLOCK_MONOTONIC)) {}
+
+double RoundPacer::DueAt(size_t connection) const {
+  if (!o_.spread) return round_at_;
+  return round_at_ +
+         o_.round_seconds * static_cast<double>(connection) / static_cast<double>(connections_);
+}
+
+std::pair<size_t, size_t> RoundPacer::NextDue() {
+  if (o_.round_seconds <= 0) return {0, connections_};
+  if (next_ == connections_) {
+    next_ = 0;
+    round_at_ += o_.round_seconds;
+    const double now = Now(CLOCK_MONOTONIC);
+    if (round_at_ < now) round_at_ = now;  // Late: no catch-up rounds.
+  }
+  const double at = DueAt(next_);
+  const timespec wake{.tv_sec = static_cast<time_t>(at),
+                      .tv_nsec = static_cast<long>((at - static_cast<time_t>(at)) * 1e9)};
+  clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nullptr);
   const double now = Now(CLOCK_MONOTONIC);
-  if (round_at < now) round_at = now;
-  const timespec at{.tv_sec = static_cast<time_t>(round_at),
-                    .tv_nsec = static_cast<long>((round_at - static_cast<time_t>(round_at)) * 1e9)};
-  clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, nullptr);
+  const size_t first = next_;
+  while (next_ < connections_ && DueAt(next_) <= now) ++next_;
+  if (next_ == first) ++next_;  // Woken a hair early: its time has come.
+  return {first, next_};
 }
 
 bool SendWithWrite(const LoopbackFloorOptions& o, const std::vector<int>& fds, Window& w) {
   PinThisThread(o.sender_core);
   const std::string chunk(static_cast<size_t>(o.chunk_bytes), 'x');
   long long sent = 0;
-  double round_at = Now(CLOCK_MONOTONIC);
+  RoundPacer pacer(o, fds.size());
   while (w.Track(sent)) {
-    for (int fd : fds) {
-      if (write(fd, chunk.data(), chunk.size()) == static_cast<ssize_t>(chunk.size())) ++sent;
+    const auto [first, last] = pacer.NextDue();
+    for (size_t i = first; i < last; ++i) {
+      if (write(fds[i], chunk.data(), chunk.size()) == static_cast<ssize_t>(chunk.size())) ++sent;
     }
-    WaitForNextRound(o, round_at);
   }
   return true;
 }

@@ -6,10 +6,12 @@
 // N loopback TCP connections. A sender thread sends one chunk on every
 // connection per round, as the sim does once per decode step; a receiver
 // thread takes each chunk as it arrives, the least a client that stamps
-// every chunk can do. Each thread is pinned to its own core and timed by its
-// own CPU clock, which on a kernel without IRQ_TIME_ACCOUNTING includes the
-// softirq work done in its syscalls (on loopback, the sender's send runs the
-// receiver's TCP stack too).
+// every chunk can do. The round's chunks go out all at once, or spread over
+// the round, each connection at its own time, as the sim's streams are
+// (they started at different times): then a receiver that keeps up wakes
+// for almost every chunk, and pays the wake-up each time. Each thread is pinned to its own core and
+// timed by its own CPU clock, which on a kernel without IRQ_TIME_ACCOUNTING includes the softirq
+// work done in its syscalls (on loopback, the sender's send runs the receiver's TCP stack too).
 //
 // Two ways of talking to the kernel are measured, because the floor depends
 // on which one a program uses: one syscall per chunk (write(); epoll_wait()
@@ -31,6 +33,9 @@ struct LoopbackFloorOptions {
   int connections = 200;
   // Time between rounds (a decode step); 0: the next round at once.
   double round_seconds = 0.02;
+  // Connection i's chunk at i / N of the way into each round, rather than
+  // every chunk at the round's start.
+  bool spread = false;
   int chunk_bytes = 200;  // about one SSE chunk of a completion stream
   double warmup_seconds = 0.5;
   double seconds = 3;  // measured window

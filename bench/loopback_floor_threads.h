@@ -6,6 +6,7 @@
 
 #include <time.h>
 
+#include <utility>
 #include <vector>
 
 #include "bench/loopback_floor.h"
@@ -28,9 +29,23 @@ struct Window {
   double Cpu() const { return cpu_at_end - cpu_at_start; }
 };
 
-// Sleeps until the next round (`round_at` + the round), or not at all when
-// rounds are unpaced or already late (no catch-up burst).
-void WaitForNextRound(const LoopbackFloorOptions& o, double& round_at);
+// When each connection's chunk is due (LoopbackFloorOptions::round_seconds
+// and spread). A late sender sends what is due at once and does not catch up
+// on rounds it missed.
+class RoundPacer {
+ public:
+  RoundPacer(const LoopbackFloorOptions& o, size_t connections);
+  // Sleeps until a chunk is due, then gives the connections due now:
+  // [first, last). The next call goes on from `last`, wrapping to a new round.
+  std::pair<size_t, size_t> NextDue();
+
+ private:
+  double DueAt(size_t connection) const;  // CLOCK_MONOTONIC
+  const LoopbackFloorOptions& o_;
+  const size_t connections_;
+  double round_at_;
+  size_t next_ = 0;
+};
 
 // Each runs until its window is over; false (after printing why) if it could
 // not start, in which case its window counts nothing.

@@ -95,17 +95,21 @@ class BufferRing {
 
 }  // namespace
 
-// Every connection's chunk of a round in one submission, then its completions.
+// The chunks due (a round's, or those of a spread round due by now) in one
+// submission, then their completions.
 bool SendWithIoUring(const LoopbackFloorOptions& o, const std::vector<int>& fds, Window& w) {
   PinThisThread(o.sender_core);
   Ring r(4096, 8192, "sender");
   if (!r.ok) return false;
   const std::string chunk(static_cast<size_t>(o.chunk_bytes), 'x');
   long long sent = 0;
-  double round_at = Now(CLOCK_MONOTONIC);
+  RoundPacer pacer(o, fds.size());
   while (w.Track(sent)) {
-    for (int fd : fds) io_uring_prep_send(r.Entry(), fd, chunk.data(), chunk.size(), MSG_DONTWAIT);
-    io_uring_submit_and_wait(&r.ring, static_cast<unsigned>(fds.size()));
+    const auto [first, last] = pacer.NextDue();
+    for (size_t i = first; i < last; ++i) {
+      io_uring_prep_send(r.Entry(), fds[i], chunk.data(), chunk.size(), MSG_DONTWAIT);
+    }
+    io_uring_submit_and_wait(&r.ring, static_cast<unsigned>(last - first));
     unsigned head, seen = 0;
     io_uring_cqe* cqe;
     io_uring_for_each_cqe(&r.ring, head, cqe) {
@@ -113,7 +117,6 @@ bool SendWithIoUring(const LoopbackFloorOptions& o, const std::vector<int>& fds,
       ++seen;
     }
     io_uring_cq_advance(&r.ring, seen);
-    WaitForNextRound(o, round_at);
   }
   return true;
 }

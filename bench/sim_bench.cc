@@ -116,11 +116,14 @@ awaitable<void> Stream(tcp::endpoint endpoint, std::string request, Counters& co
   }
 }
 
-void PrintKernelFloor(const LoopbackFloor& floor, int streams, double round,
+void PrintKernelFloor(const LoopbackFloor& floor, int streams, double round, bool spread,
                       KernelInterface interface) {
   if (!floor.ok) return;
   char pacing[64] = "round, unpaced";
-  if (round > 0) snprintf(pacing, sizeof pacing, "%g ms", round * 1e3);
+  if (round > 0) {
+    snprintf(pacing, sizeof pacing, "%g ms %s", round * 1e3,
+             spread ? "spread over the round" : "all at once");
+  }
   printf("kernel floor (%d loopback connections, one 200-byte chunk each per %s, %s):\n", streams,
          pacing, Describe(interface));
   printf("  sender: %.2f us CPU per chunk, %.2f of its core, %.0f chunks/s sent\n",
@@ -236,14 +239,20 @@ int main(int argc, char** argv) {
   printf("sim peak memory (VmHWM): %lld kB\n", peak_rss_kib);
   // The same connections and pacing with nothing but the kernel: what it
   // alone costs per chunk on the sim's core, with one syscall per chunk (as
-  // the sim pays today, through Asio) and with io_uring (loopback_floor.h).
-  for (KernelInterface interface : kKernelInterfaces) {
-    PrintKernelFloor(MeasureLoopbackFloor({.connections = streams,
-                                           .round_seconds = round,
-                                           .sender_core = sim_core,
-                                           .receiver_core = client_core,
-                                           .interface = interface}),
-                     streams, round, interface);
+  // the sim pays today, through Asio) and with io_uring (loopback_floor.h);
+  // each round's chunks all at once, then spread over the round as the
+  // sim's streams are, where the sender wakes for a few chunks at a time.
+  for (bool spread : {false, true}) {
+    if (spread && round <= 0) continue;
+    for (KernelInterface interface : kKernelInterfaces) {
+      PrintKernelFloor(MeasureLoopbackFloor({.connections = streams,
+                                             .round_seconds = round,
+                                             .spread = spread,
+                                             .sender_core = sim_core,
+                                             .receiver_core = client_core,
+                                             .interface = interface}),
+                       streams, round, spread, interface);
+    }
   }
   return counters.errors > 0 ? 1 : 0;
 }
