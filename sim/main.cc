@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "sim/compat.h"
 #include "sim/config.h"
 #include "sim/instance_model.h"
@@ -131,6 +132,10 @@ sigset_t BlockShutdownSignals() {
 
 int main(int argc, char** argv) {
   using namespace servelab::sim;
+  // Debian's Abseil is built without NDEBUG, so every Mutex lock also keeps
+  // a lock graph for deadlock detection, and the sim takes the instance's
+  // lock twice per streamed token (docs/design.md §10, "The sim's locks").
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{"servelab-sim: a simulated vLLM-compatible prefill/decode/router instance"};
   SimFlags flags;
   AddFlags(app, flags);
