@@ -265,12 +265,10 @@ void StreamsRun(const std::string& url, const std::string& dir, int streams, int
   Figure("busiest second: client's core", client_busiest, "cores", "-");
 }
 
-void PrintFloor(const LoopbackFloor& floor, int streams, double decode_seconds, bool spread,
-                KernelInterface interface) {
+void PrintFloor(const LoopbackFloor& floor, const LoopbackFloorOptions& options) {
   std::cout << absl::StrFormat(
-      "Kernel floor, %d loopback connections, one 200-byte chunk each per %.0f ms %s, %s\n",
-      streams, decode_seconds * 1e3, spread ? "spread over the round" : "all at once",
-      Describe(interface));
+      "Kernel floor, %d loopback connections, one 200-byte chunk each per %s\n",
+      options.connections, DescribePacing(options));
   Figure("chunks/s received", floor.received_per_second, "chunks/s", "-");
   Figure("receiver CPU per chunk (floor under client's)", floor.receiver_us_per_chunk, "us", "-");
   Figure("sender CPU per chunk", floor.sender_us_per_chunk, "us", "-");
@@ -285,16 +283,12 @@ void PrintFloor(const LoopbackFloor& floor, int streams, double decode_seconds, 
 // a receiver wakes for nearly each one. The client's CPU per chunk cannot go
 // below the spread receiver's figure of the interface it uses.
 void KernelFloor(int streams, double decode_seconds, int client_core, int sim_core) {
-  for (bool spread : {false, true}) {
-    for (KernelInterface interface : kKernelInterfaces) {
-      LoopbackFloor floor = MeasureLoopbackFloor({.connections = streams,
-                                                  .round_seconds = decode_seconds,
-                                                  .spread = spread,
-                                                  .sender_core = sim_core,
-                                                  .receiver_core = client_core,
-                                                  .interface = interface});
-      if (floor.ok) PrintFloor(floor, streams, decode_seconds, spread, interface);
-    }
+  for (const LoopbackFloorOptions& options : FloorVariants({.connections = streams,
+                                             .round_seconds = decode_seconds,
+                                             .sender_core = sim_core,
+                                             .receiver_core = client_core})) {
+    LoopbackFloor floor = MeasureLoopbackFloor(options);
+    if (floor.ok) PrintFloor(floor, options);
   }
 }
 

@@ -156,6 +156,29 @@ const char* Describe(KernelInterface interface) {
   return interface == KernelInterface::kIoUring ? "io_uring" : "write/epoll+read";
 }
 
+std::vector<LoopbackFloorOptions> FloorVariants(const LoopbackFloorOptions& base) {
+  std::vector<LoopbackFloorOptions> variants;
+  for (bool spread : {false, true}) {
+    if (spread && base.round_seconds <= 0) continue;
+    for (KernelInterface interface : kKernelInterfaces) {
+      LoopbackFloorOptions options = base;
+      options.spread = spread;
+      options.interface = interface;
+      variants.push_back(options);
+    }
+  }
+  return variants;
+}
+
+std::string DescribePacing(const LoopbackFloorOptions& o) {
+  char pacing[96] = "round, unpaced";
+  if (o.round_seconds > 0) {
+    std::snprintf(pacing, sizeof pacing, "%g ms %s", o.round_seconds * 1e3,
+                  o.spread ? "spread over the round" : "all at once");
+  }
+  return std::string(pacing) + ", " + Describe(o.interface);
+}
+
 LoopbackFloor MeasureLoopbackFloor(const LoopbackFloorOptions& o) {
   using namespace floor_threads;
   LoopbackFloor floor;

@@ -9,9 +9,10 @@
 // every chunk can do. The round's chunks go out all at once, or spread over
 // the round, each connection at its own time, as the sim's streams are
 // (they started at different times): then a receiver that keeps up wakes
-// for almost every chunk, and pays the wake-up each time. Each thread is pinned to its own core and
-// timed by its own CPU clock, which on a kernel without IRQ_TIME_ACCOUNTING includes the softirq
-// work done in its syscalls (on loopback, the sender's send runs the receiver's TCP stack too).
+// for almost every chunk, and pays the wake-up each time. Each thread is
+// pinned to its own core and timed by its own CPU clock, which on a kernel
+// without IRQ_TIME_ACCOUNTING includes the softirq work done in its syscalls
+// (on loopback, the sender's send runs the receiver's TCP stack too).
 //
 // Two ways of talking to the kernel are measured, because the floor depends
 // on which one a program uses: one syscall per chunk (write(); epoll_wait()
@@ -20,6 +21,9 @@
 // connection into a ring of provided buffers, so many chunks per syscall).
 #ifndef SERVELAB_BENCH_LOOPBACK_FLOOR_H_
 #define SERVELAB_BENCH_LOOPBACK_FLOOR_H_
+
+#include <string>
+#include <vector>
 
 namespace servelab::bench {
 
@@ -55,6 +59,13 @@ struct LoopbackFloor {
 };
 
 LoopbackFloor MeasureLoopbackFloor(const LoopbackFloorOptions& options);
+
+// The floors a bench prints after a run paced like `base`: each interface,
+// with each round's chunks all at once and then spread (unpaced rounds have
+// nothing to spread over, so only all at once).
+std::vector<LoopbackFloorOptions> FloorVariants(const LoopbackFloorOptions& base);
+// "20 ms spread over the round, io_uring", "round, unpaced, write/epoll+read"
+std::string DescribePacing(const LoopbackFloorOptions& options);
 
 }  // namespace servelab::bench
 

@@ -116,16 +116,10 @@ awaitable<void> Stream(tcp::endpoint endpoint, std::string request, Counters& co
   }
 }
 
-void PrintKernelFloor(const LoopbackFloor& floor, int streams, double round, bool spread,
-                      KernelInterface interface) {
+void PrintKernelFloor(const LoopbackFloor& floor, const LoopbackFloorOptions& options) {
   if (!floor.ok) return;
-  char pacing[64] = "round, unpaced";
-  if (round > 0) {
-    snprintf(pacing, sizeof pacing, "%g ms %s", round * 1e3,
-             spread ? "spread over the round" : "all at once");
-  }
-  printf("kernel floor (%d loopback connections, one 200-byte chunk each per %s, %s):\n", streams,
-         pacing, Describe(interface));
+  printf("kernel floor (%d loopback connections, one 200-byte chunk each per %s):\n",
+         options.connections, DescribePacing(options).c_str());
   printf("  sender: %.2f us CPU per chunk, %.2f of its core, %.0f chunks/s sent\n",
          floor.sender_us_per_chunk, floor.sender_core_share, floor.sent_per_second);
   printf("  so one core sends at most %.0f chunks/s this way\n",
@@ -242,17 +236,11 @@ int main(int argc, char** argv) {
   // the sim pays today, through Asio) and with io_uring (loopback_floor.h);
   // each round's chunks all at once, then spread over the round as the
   // sim's streams are, where the sender wakes for a few chunks at a time.
-  for (bool spread : {false, true}) {
-    if (spread && round <= 0) continue;
-    for (KernelInterface interface : kKernelInterfaces) {
-      PrintKernelFloor(MeasureLoopbackFloor({.connections = streams,
+  for (const LoopbackFloorOptions& options : FloorVariants({.connections = streams,
                                              .round_seconds = round,
-                                             .spread = spread,
                                              .sender_core = sim_core,
-                                             .receiver_core = client_core,
-                                             .interface = interface}),
-                       streams, round, spread, interface);
-    }
+                                             .receiver_core = client_core})) {
+    PrintKernelFloor(MeasureLoopbackFloor(options), options);
   }
   return counters.errors > 0 ? 1 : 0;
 }
