@@ -23,6 +23,7 @@ using ::servelab::sim::testing::Post;
 using ::servelab::sim::testing::RawHttp;
 using ::servelab::sim::testing::SimProcess;
 using ::servelab::sim::testing::SseData;
+using ::servelab::testing::StopProcess;
 using ::servelab::testing::WaitFor;
 using ::testing::HasSubstr;
 
@@ -560,7 +561,7 @@ TEST(SimHttpTest, ArrivalIsWhenTheBytesReachTheSocketNotWhenTheSimReads) {
   SimProcess sim(kFast, "prefill_overhead_seconds: 5\ncold_start_requests: 0\n");  // 50 ms TTFT
   ASSERT_TRUE(sim.WaitHealthy());
   const double sent_unix = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
-  ASSERT_EQ(kill(sim.process().pid(), SIGSTOP), 0);
+  ASSERT_TRUE(StopProcess(sim.process().pid()));
   HttpResponse r;
   std::thread client([&] {
     r = RawHttp(sim.port(), ClosingPost(StreamBody("[1,2]", 2)), absl::Seconds(20),

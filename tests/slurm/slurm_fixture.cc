@@ -41,12 +41,6 @@ std::vector<std::string> ProcStrings(const std::string& pid, const char* file) {
   return absl::StrSplit(content, '\0', absl::SkipEmpty());
 }
 
-bool IsZombie(const std::string& pid) {
-  std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-  size_t close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SlurmCluster>> SlurmCluster::Start() {
@@ -122,7 +116,7 @@ std::vector<pid_t> SlurmCluster::Processes() const {
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     std::string name = entry.path().filename().string();
     pid_t pid = 0;
-    if (!absl::SimpleAtoi(name, &pid) || pid == getpid() || IsZombie(name)) continue;
+    if (!absl::SimpleAtoi(name, &pid) || pid == getpid() || ProcessState(pid) == 'Z') continue;
     bool ours = false;
     for (const std::string& arg : ProcStrings(name, "cmdline")) {
       ours |= absl::StrContains(arg, dir());

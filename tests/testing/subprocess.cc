@@ -7,11 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
@@ -180,6 +182,31 @@ std::string ReadFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+char ProcessState(int pid, int tid) {
+  std::string path = tid == 0 ? absl::StrCat("/proc/", pid, "/stat")
+                              : absl::StrCat("/proc/", pid, "/task/", tid, "/stat");
+  std::string stat = ReadFile(path);
+  // The command name in parentheses may itself hold spaces and parentheses.
+  size_t close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? 0 : stat[close + 2];
+}
+
+bool StopProcess(int pid, absl::Duration timeout) {
+  if (kill(pid, SIGSTOP) != 0) return false;
+  return WaitFor(
+      [&] {
+        std::error_code error;
+        for (const auto& task :
+             std::filesystem::directory_iterator(absl::StrCat("/proc/", pid, "/task"), error)) {
+          int tid = 0;
+          if (!absl::SimpleAtoi(task.path().filename().string(), &tid)) continue;
+          if (ProcessState(pid, tid) != 'T') return false;
+        }
+        return !error;
+      },
+      timeout);
 }
 
 void WriteFile(const std::string& path, const std::string& content) {

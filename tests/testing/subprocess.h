@@ -69,6 +69,15 @@ bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout);
 
 bool FileExists(const std::string& path);
 std::string ReadFile(const std::string& path);
+
+// The state letter of /proc/<pid>/stat ('R', 'S', 'T', 'Z', ...), or 0 when
+// the process is gone. `tid` names one thread of `pid`; 0 means the process.
+char ProcessState(int pid, int tid = 0);
+
+// SIGSTOPs `pid` and returns once every thread of it is stopped. kill()
+// returns when the signal is pending, not when it has been acted on: a
+// thread busy on the other core can still read a socket for a while.
+bool StopProcess(int pid, absl::Duration timeout = absl::Seconds(10));
 void WriteFile(const std::string& path, const std::string& content);
 
 }  // namespace servelab::testing

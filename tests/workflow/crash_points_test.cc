@@ -47,9 +47,8 @@ std::set<int> MarkedProcesses(const std::string& state_dir) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     int pid = 0;
     if (!absl::SimpleAtoi(entry.path().filename().string(), &pid)) continue;
-    std::string stat = testing::ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-    size_t close = stat.rfind(')');
-    if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] == 'Z') continue;
+    char state = testing::ProcessState(pid);
+    if (state == 0 || state == 'Z') continue;
     std::ifstream in(absl::StrCat("/proc/", pid, "/environ"), std::ios::binary);
     std::string variable;
     while (std::getline(in, variable, '\0')) {
