@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/receive_stamp.h"
 #include "google/protobuf/util/time_util.h"
 #include "loadgen/beast.h"
 #include "loadgen/realtime.h"
@@ -47,7 +48,59 @@ struct Connection {
   beast::tcp_stream stream;
   beast::flat_buffer buffer;
   int64_t served = 0;
+  // When the bytes of the last read reached the socket (ReadSomeStamped).
+  Clock::time_point received;
 };
+
+// One read of the connection's socket into its buffer, stamped with when the
+// bytes reached the socket: a chunk's time is its arrival, not when this
+// thread got to it (common/receive_stamp.h). Tries the read first and waits
+// for the socket only when nothing is there, as Asio's own reads do.
+awaitable<error_code> ReadSomeStamped(Connection& conn) {
+  tcp::socket& socket = conn.stream.socket();
+  while (true) {
+    const auto space = conn.buffer.prepare(kReadChunk);
+    const StampedRead r =
+        ReceiveStamped(socket.native_handle(), space.data(), space.size(), MSG_DONTWAIT);
+    if (r.bytes > 0) {
+      conn.buffer.commit(static_cast<size_t>(r.bytes));
+      conn.received = r.received;
+      co_return error_code{};
+    }
+    if (r.bytes == 0) co_return asio::error::eof;
+    if (r.error == EINTR) continue;
+    if (r.error != EAGAIN && r.error != EWOULDBLOCK) {
+      co_return error_code(r.error, asio::error::get_system_category());
+    }
+    error_code ec;
+    co_await socket.async_wait(tcp::socket::wait_read, asio::redirect_error(use_awaitable, ec));
+    if (ec) co_return ec;
+  }
+}
+
+// The response's header into `parser`, as http::async_read_header would, but
+// with stamped reads: a server that sends its header just before the first
+// token (the sim does, after prefill) puts both in one read, and the token
+// then carries that read's stamp (ReadBody).
+awaitable<error_code> ReadHeaderStamped(Connection& conn,
+                                        http::response_parser<http::buffer_body>& parser) {
+  while (true) {
+    error_code ec;
+    if (conn.buffer.size() > 0) {
+      const size_t used = parser.put(conn.buffer.data(), ec);
+      conn.buffer.consume(used);
+      if (ec != http::error::need_more) {
+        if (ec || parser.is_header_done()) co_return ec;
+        if (used > 0) continue;  // More of the header may be buffered.
+      }
+    }
+    ec = co_await ReadSomeStamped(conn);
+    if (ec == asio::error::eof) {
+      co_return parser.got_some() ? http::error::partial_message : http::error::end_of_stream;
+    }
+    if (ec) co_return ec;
+  }
+}
 
 // A request's timeout: one timer per request that closes the request's
 // connection when it fires. Beast's tcp_stream would instead arm and cancel
@@ -169,10 +222,13 @@ class LoadRunner::Impl {
   void DoCancel();
   void Finish(v1::RequestRecord record, bool completed);
   v1::RequestRecord NewRecord(int index) const;
-  int64_t SinceStart() const {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0_).count();
+  int64_t NanosecondsSinceStart(Clock::time_point t) const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t - t0_).count();
   }
+  int64_t SinceStart() const { return NanosecondsSinceStart(Clock::now()); }
   void WriterLoop(RecordSink& sink);
+  // first_token_read_lags_ into the summary's percentiles.
+  void SummarizeReadLags();
 
   // Constant after construction.
   const LoadOptions options_;
@@ -194,6 +250,8 @@ class LoadRunner::Impl {
   std::string model_;
   std::vector<std::unique_ptr<Connection>> idle_;
   std::unordered_set<Connection*> active_;
+  // Per request: its first token's read time less its receive stamp.
+  std::vector<int64_t> first_token_read_lags_;
   LoadSummary summary_;
 
   // Shared with other threads.
@@ -226,6 +284,7 @@ awaitable<error_code> LoadRunner::Impl::Connect(Connection& conn) {
   co_await conn.stream.async_connect(endpoints_, asio::redirect_error(use_awaitable, ec));
   if (!ec) {
     conn.stream.socket().set_option(tcp::no_delay(true), ec);
+    EnableReceiveStamps(conn.stream.socket().native_handle());  // Without it: read times.
     ++summary_.connections_opened;
   }
   conn.stream.expires_never();
@@ -459,10 +518,7 @@ awaitable<error_code> LoadRunner::Impl::WriteAndReadHeader(
   // RequestDeadline, not a timer per operation.
   co_await asio::async_write(conn.stream.socket(), asio::buffer(wire),
                              asio::redirect_error(use_awaitable, ec));
-  if (!ec) {
-    co_await http::async_read_header(conn.stream.socket(), conn.buffer, parser,
-                                     asio::redirect_error(use_awaitable, ec));
-  }
+  if (!ec) ec = co_await ReadHeaderStamped(conn, parser);
   co_return ec;
 }
 
@@ -478,11 +534,20 @@ awaitable<error_code> LoadRunner::Impl::ReadBody(Connection& conn,
   // operation: that added a layer of handlers and executor copies to every
   // streamed chunk (issue 9, P3; docs/design.md §10).
   bool need_more = conn.buffer.size() == 0;
+  // Body bytes that came with the header keep that read's stamp.
   while (!ec && !parser.is_done()) {
     if (need_more) {
-      const size_t n = co_await conn.stream.socket().async_read_some(
-          conn.buffer.prepare(kReadChunk), asio::redirect_error(use_awaitable, ec));
-      conn.buffer.commit(n);
+      // Stamped until the first token is in; then Asio's own read, which
+      // costs less per chunk than a wait and a read of our own (docs/design.md
+      // §10), and each later chunk's time is when its read returned.
+      if (r.first_token_ns() == 0) {
+        ec = co_await ReadSomeStamped(conn);
+      } else {
+        const size_t n = co_await conn.stream.socket().async_read_some(
+            conn.buffer.prepare(kReadChunk), asio::redirect_error(use_awaitable, ec));
+        conn.buffer.commit(n);
+        conn.received = Clock::now();
+      }
       if (ec == asio::error::eof) {
         ec = {};
         if (parser.got_some()) {
@@ -498,7 +563,9 @@ awaitable<error_code> LoadRunner::Impl::ReadBody(Connection& conn,
     conn.buffer.consume(parser.put(conn.buffer.data(), ec));
     need_more = ec == http::error::need_more || conn.buffer.size() == 0;
     if (ec == http::error::need_more || ec == http::error::need_buffer) ec = {};
-    int64_t now = SinceStart();
+    // Not before the request went out, whatever the wall clock did meanwhile
+    // (the kernel stamps on it).
+    const int64_t received = std::max(r.sent_ns(), NanosecondsSinceStart(conn.received));
     size_t got = sizeof buf - parser.get().body().size;
     if (got == 0) continue;
     if (status != 200) {
@@ -515,8 +582,11 @@ awaitable<error_code> LoadRunner::Impl::ReadBody(Connection& conn,
       const bool new_tokens =
           c.has_tokens || (c.counts_are_cumulative && c.completion_tokens > r.completion_tokens());
       if (new_tokens) {
-        if (r.first_token_ns() == 0) r.set_first_token_ns(now);
-        r.add_chunk_ns(now);
+        if (r.first_token_ns() == 0) {
+          r.set_first_token_ns(received);
+          first_token_read_lags_.push_back(SinceStart() - received);
+        }
+        r.add_chunk_ns(received);
       }
       if (c.has_usage) {
         r.set_prompt_tokens(c.prompt_tokens);
@@ -555,6 +625,19 @@ awaitable<void> LoadRunner::Impl::Main(absl::Status* check_status) {
       google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now()));
   co_await Dispatch();
   summary_.wall = absl::Nanoseconds(SinceStart());
+  SummarizeReadLags();
+}
+
+void LoadRunner::Impl::SummarizeReadLags() {
+  std::vector<int64_t>& lags = first_token_read_lags_;
+  if (lags.empty()) return;
+  std::sort(lags.begin(), lags.end());
+  const auto at = [&](size_t percent) {
+    return absl::Nanoseconds(std::max<int64_t>(0, lags[(lags.size() - 1) * percent / 100]));
+  };
+  summary_.first_token_read_lag_p50 = at(50);
+  summary_.first_token_read_lag_p99 = at(99);
+  summary_.first_token_read_lag_max = at(100);
 }
 
 void LoadRunner::Impl::WriterLoop(RecordSink& sink) {
@@ -619,6 +702,8 @@ absl::StatusOr<LoadSummary> LoadRunner::Impl::Run(const PromptSet& prompts,
   prompts_ = &prompts;
   planned_ = &planned;
   summary_ = LoadSummary{};
+  first_token_read_lags_.clear();
+  first_token_read_lags_.reserve(prompts.size());
   summary_.planned = static_cast<int64_t>(prompts.size());
   sent_ = completed_ = failed_ = 0;
   cancelled_ = false;

@@ -20,8 +20,12 @@
 // - Request i arrives at planned_send_ns[i] (relative to the load start),
 //   then waits for a free slot under the concurrency cap; the wait is its
 //   queued_ns. sent_ns is when the client began sending it (taking a pooled
-//   keep-alive connection, or connecting); first_token_ns, every chunk_ns and
-//   end_ns are steady-clock readings taken as each read returns.
+//   keep-alive connection, or connecting). first_token_ns (= chunk_ns[0]) is
+//   when the first token's bytes reached the client's socket, by the kernel's
+//   receive stamp (common/receive_stamp.h), so a client that reads late does
+//   not add its own wait to TTFT; the summary says how long that wait was.
+//   Every later chunk_ns and end_ns are taken as each read returns. All on
+//   the steady clock.
 // - Errors are per request (HTTP status >= 400 with the body's message,
 //   connection failures, dropped streams, a stream without [DONE], timeouts
 //   after options.request_timeout): recorded, the run goes on.
@@ -90,6 +94,12 @@ struct LoadSummary {
   int64_t connections_opened = 0;
   absl::Duration wall;  // Load start to the last request's end.
   std::string model;    // The model the requests named.
+  // How long first tokens waited in the client's socket before it read them
+  // (read time - receive stamp), over the requests that got one. Near zero
+  // unless the client's core is busy; the records' TTFT does not include it.
+  absl::Duration first_token_read_lag_p50;
+  absl::Duration first_token_read_lag_p99;
+  absl::Duration first_token_read_lag_max;
 };
 
 // Live counters, readable from any thread while Run runs.

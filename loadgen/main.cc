@@ -228,6 +228,12 @@ int RunLoad(const Flags& f, SignalCanceller& signals) {
   std::cerr << absl::StrCat("load: ", summary->sent, " sent, ", summary->completed, " completed, ",
                             summary->failed, " failed, ", summary->not_sent, " not sent, model \"",
                             summary->model, "\", wall ", absl::FormatDuration(summary->wall), "\n");
+  // The records' times are the kernel's receive stamps; this is how late this
+  // process read them: when large, its own core was the bottleneck.
+  std::cerr << absl::StrCat("client read lag (first tokens): p50 ",
+                            absl::FormatDuration(summary->first_token_read_lag_p50), ", p99 ",
+                            absl::FormatDuration(summary->first_token_read_lag_p99), ", max ",
+                            absl::FormatDuration(summary->first_token_read_lag_max), "\n");
   sink.reset();  // Close the file before reading it back.
 
   // Analysis always reads the stored rows, exactly as `analyze FILE` does.

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/receive_stamp.h"
 
 namespace servelab::sim {
 
@@ -120,28 +121,8 @@ asio::awaitable<bool> ClientConn::EndChunked(absl::string_view data) {
 }
 
 std::chrono::steady_clock::time_point ClientConn::NextByteArrival() {
-  const auto now = std::chrono::steady_clock::now();
-  const auto wall_now = std::chrono::system_clock::now();
   char byte;
-  iovec data{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
-  msghdr msg{};
-  msg.msg_iov = &data;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  if (recvmsg(socket_.native_handle(), &msg, MSG_PEEK | MSG_DONTWAIT) != 1) return now;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
-    timespec stamp;
-    std::memcpy(&stamp, CMSG_DATA(c), sizeof stamp);
-    // The stamp is wall-clock time: its age, taken off the steady now.
-    const std::chrono::nanoseconds age =
-        wall_now.time_since_epoch() -
-        (std::chrono::seconds(stamp.tv_sec) + std::chrono::nanoseconds(stamp.tv_nsec));
-    if (age.count() > 0) return now - age;
-  }
-  return now;
+  return ReceiveStamped(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT).received;
 }
 
 void ClientConn::Abort() {

@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "absl/strings/str_cat.h"
+#include "common/receive_stamp.h"
 #include "sim/generation.h"
 #include "sim/json.h"
 #include "sim/log.h"
@@ -67,8 +68,7 @@ absl::Status Server::Listen() {
   // accepted connection inherits the flag: a request's bytes are stamped even
   // when they come before the sim accepts (ClientConn::NextByteArrival).
   // Without it a request arrives when the sim reads it, as before.
-  const int on = 1;
-  if (!ec) setsockopt(acceptor_.native_handle(), SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+  if (!ec) EnableReceiveStamps(acceptor_.native_handle());
   if (!ec) acceptor_.bind(endpoint, ec);
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {

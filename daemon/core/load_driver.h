@@ -44,6 +44,10 @@ struct LoadOutcome {
   // True when every request ended (completed, failed or cancelled) before Run
   // returned: the client side of drain is confirmed.
   bool all_ended = false;
+  // How long first tokens waited in the client's sockets (p99), which the
+  // records' TTFT leaves out (loadgen/load_runner.h): large, and the
+  // daemon's own core held the load back.
+  absl::Duration first_token_read_lag_p99;
 };
 
 // Live figures while a load runs.

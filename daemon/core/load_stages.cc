@@ -2,6 +2,8 @@
 // formal load itself, and the drain confirmation that releases the lane.
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
@@ -347,6 +349,8 @@ absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int 
               totals.failed + outcome->failed};
     counters[repeats > 1 ? absl::StrCat("run_", repeat, "_wall_seconds") : "wall_seconds"] =
         absl::ToDoubleSeconds(outcome->wall);
+    double& read_lag = counters["client_read_lag_p99_seconds"];  // The worst run's.
+    read_lag = std::max(read_lag, absl::ToDoubleSeconds(outcome->first_token_read_lag_p99));
   }
   {
     absl::MutexLock lock(&shared.mu);

@@ -241,7 +241,8 @@ class FakeLoad : public LoadDriver {
                        .not_sent = planned - n,
                        .wall = absl::Milliseconds(10),
                        .summed_latency = absl::Milliseconds(10 * n),
-                       .all_ended = true};
+                       .all_ended = true,
+                       .first_token_read_lag_p99 = absl::Microseconds(250)};
   }
 
   int64_t SentIn(v1::Phase phase) {
@@ -397,6 +398,7 @@ TEST_F(StageRunnerTest, BaseExperimentRunsEveryStage) {
   EXPECT_EQ(e.result().whole().requests_completed(), 20);
   EXPECT_EQ(StageOf(e, v1::STAGE_CACHE_SEED).counters().at("requests"), 2);
   EXPECT_EQ(StageOf(e, v1::STAGE_CACHE_SEED).counters().at("summed_request_latency_seconds"), 0.02);
+  EXPECT_EQ(StageOf(e, v1::STAGE_FORMAL_LOAD).counters().at("client_read_lag_p99_seconds"), 250e-6);
   absl::StatusOr<v1::Summary> summary = plane_.Summary();
   ASSERT_THAT(summary, IsOk());
   EXPECT_EQ(summary->lane_owner(), "");

@@ -153,7 +153,8 @@ absl::StatusOr<core::LoadOutcome> LoadgenDriver::Run(
                            .not_sent = summary->not_sent,
                            .wall = summary->wall,
                            .summed_latency = absl::Nanoseconds(sink.summed_ns()),
-                           .all_ended = true};
+                           .all_ended = true,
+                           .first_token_read_lag_p99 = summary->first_token_read_lag_p99};
 }
 
 }  // namespace servelab::load

@@ -42,6 +42,11 @@ TEST_F(WorkflowTest, BaseThenConcurrencyDeltaThenDecodeDelta) {
   EXPECT_EQ(base.result().whole().requests_completed(), 96);
   EXPECT_EQ(base.progress().formal_requests_sent(), 96);
   EXPECT_GT(StageOf(base, v1::STAGE_CACHE_SEED).counters().at("summed_request_latency_seconds"), 0);
+  // Measured by the real runner: 96 first tokens, read well within a second.
+  const double read_lag =
+      StageOf(base, v1::STAGE_FORMAL_LOAD).counters().at("client_read_lag_p99_seconds");
+  EXPECT_GE(read_lag, 0);
+  EXPECT_LT(read_lag, 1.0);
   const int prefill_pid = Counter(base, v1::STAGE_LAUNCH_PREFILL, "pid");
   const int decode_pid = Counter(base, v1::STAGE_LAUNCH_DECODE, "pid");
   const int decode_port = Counter(base, v1::STAGE_LAUNCH_DECODE, "port");
