@@ -14,7 +14,8 @@
 //   (--decode-seconds). Figures: peak concurrent streams, client CPU per
 //   streamed chunk (process CPU: network thread + record writer; target
 //   <= 5 us), and TTFT fidelity: client TTFT minus the sim's own server-side
-//   TTFT (/debug/requests, joined by x-request-id; target p99 <= 1 ms).
+//   TTFT (/debug/requests, joined by x-request-id; target p99 <= 1 ms), and
+//   apart from it how long the client took to read first tokens.
 // Run U (unpaced): 200 streams of --unpaced-tokens tokens from a sim with no
 //   decode time: chunks received per client CPU second (target >= 200,000).
 // Run B (one per --rates R): 3 s of R req/s poisson, short requests;
