@@ -17,7 +17,8 @@ cd "$(dirname "$0")/.."
 UNIT_TESTS=(servelab_spec_test servelab_core_test sim_model_test analysis_test
   sqlite_store_test sqlite_db_test migrations_test request_rows_test regular_file_test
   labels_test crash_point_unit_test loadgen_test import_test client_output_test
-  servelab_flag_table_test servelab_engines_test state_dir_lock_test listen_address_test)
+  servelab_flag_table_test servelab_engines_test state_dir_lock_test listen_address_test
+  receive_stamp_test)
 
 # Prints the sanitizer reports in directory $1, if any: what each is about,
 # and the first one whole.
