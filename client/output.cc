@@ -176,21 +176,37 @@ std::string DecisionText(const v1::Decision& d) {
                          d.baseline_experiment_id());
 }
 
+// A counter of the formal load's stage; nullptr when it has none.
+const double* FormalCounter(const v1::Experiment& e, const std::string& name) {
+  for (const v1::Stage& stage : e.stages()) {
+    auto it = stage.counters().find(name);
+    if (stage.name() == v1::STAGE_FORMAL_LOAD && it != stage.counters().end()) return &it->second;
+  }
+  return nullptr;
+}
+
 // The prefix-cache hit ratio from prefill's counters (the formal load's
 // achieved_hit_ratio), and the client's own figure unless it is decode's.
 void AppendPrefixCache(const v1::Experiment& e, std::string& out) {
-  for (const v1::Stage& stage : e.stages()) {
-    auto it = stage.counters().find("achieved_hit_ratio");
-    if (stage.name() == v1::STAGE_FORMAL_LOAD && it != stage.counters().end()) {
-      absl::StrAppend(
-          &out, absl::StrFormat("  prefix cache: %.4f hit ratio (prefill's counters)", it->second));
-      const v1::Result& r = e.result();
-      if (r.cached_tokens_reported() && !r.cached_tokens_from_decode()) {
-        absl::StrAppend(&out, absl::StrFormat(", %.4f (client usage)", r.prefix_cache_hit_ratio()));
-      }
-      absl::StrAppend(&out, "\n");
-    }
+  const double* ratio = FormalCounter(e, "achieved_hit_ratio");
+  if (ratio == nullptr) return;
+  absl::StrAppend(&out,
+                  absl::StrFormat("  prefix cache: %.4f hit ratio (prefill's counters)", *ratio));
+  const v1::Result& r = e.result();
+  if (r.cached_tokens_reported() && !r.cached_tokens_from_decode()) {
+    absl::StrAppend(&out, absl::StrFormat(", %.4f (client usage)", r.prefix_cache_hit_ratio()));
   }
+  absl::StrAppend(&out, "\n");
+}
+
+// How long first tokens waited in the daemon's sockets before it read them:
+// not in TTFT (the kernel's stamp is), but large means its core was busy.
+void AppendClientReadLag(const v1::Experiment& e, std::string& out) {
+  const double* lag = FormalCounter(e, "client_read_lag_p99_seconds");
+  if (lag == nullptr) return;
+  absl::StrAppend(&out, absl::StrFormat("  client read lag: p99 %.3f ms (first tokens waited in "
+                                        "servelabd's sockets; not in TTFT)\n",
+                                        *lag * 1e3));
 }
 
 // Throughput per window and the decision against the baseline.
@@ -212,6 +228,7 @@ void AppendResult(const v1::Experiment& e, std::string& out) {
                                 run.requests_completed(), run.requests_failed()));
     }
     AppendPrefixCache(e, out);
+    AppendClientReadLag(e, out);
     if (e.result().has_decision() && e.result().decision().verdict() != v1::VERDICT_UNSPECIFIED) {
       absl::StrAppend(&out, "  decision: ", DecisionText(e.result().decision()), "\n");
     }

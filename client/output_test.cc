@@ -156,14 +156,20 @@ TEST(FormatExperimentTest, DecisionShowsTheVerdictWord) {
   EXPECT_THAT(FormatExperiment(e, absl::FromUnixSeconds(1012)), Not(HasSubstr("decision:")));
 }
 
-// The hit ratio comes from prefill's counters; the client's figure is shown
-// beside it only when it is not decode's count.
-TEST(FormatExperimentTest, PrefixCacheHitRatioIsPrefillsAndTheClientsOnlyWhenMeaningful) {
-  v1::Experiment e = DeltaExperiment();
+// A result, and a succeeded formal load stage to hold its counters.
+v1::Stage* AddFinishedFormalLoad(v1::Experiment& e) {
   e.mutable_result()->mutable_whole()->set_output_tokens_per_second_per_device(91);
   v1::Stage* formal = e.add_stages();
   formal->set_name(v1::STAGE_FORMAL_LOAD);
   formal->set_status(v1::STAGE_STATUS_SUCCEEDED);
+  return formal;
+}
+
+// The hit ratio comes from prefill's counters; the client's figure is shown
+// beside it only when it is not decode's count.
+TEST(FormatExperimentTest, PrefixCacheHitRatioIsPrefillsAndTheClientsOnlyWhenMeaningful) {
+  v1::Experiment e = DeltaExperiment();
+  v1::Stage* formal = AddFinishedFormalLoad(e);
   (*formal->mutable_counters())["achieved_hit_ratio"] = 0.9;
   e.mutable_result()->set_cached_tokens_reported(true);
   e.mutable_result()->set_prefix_cache_hit_ratio(0.8987);
@@ -175,6 +181,18 @@ TEST(FormatExperimentTest, PrefixCacheHitRatioIsPrefillsAndTheClientsOnlyWhenMea
   std::string text = FormatExperiment(e, absl::FromUnixSeconds(1012));
   EXPECT_THAT(text, HasSubstr("prefix cache: 0.9000 hit ratio (prefill's counters)\n"));
   EXPECT_THAT(text, Not(HasSubstr("0.9995")));
+}
+
+// The formal load's read lag is shown when the daemon recorded it (an older
+// daemon's experiment has none).
+TEST(FormatExperimentTest, ClientReadLagIsShownWhenTheFormalLoadRecordedIt) {
+  v1::Experiment e = DeltaExperiment();
+  v1::Stage* formal = AddFinishedFormalLoad(e);
+  EXPECT_THAT(FormatExperiment(e, absl::FromUnixSeconds(1012)), Not(HasSubstr("client read lag")));
+  (*formal->mutable_counters())["client_read_lag_p99_seconds"] = 0.0052;
+  EXPECT_THAT(FormatExperiment(e, absl::FromUnixSeconds(1012)),
+              HasSubstr("  client read lag: p99 5.200 ms (first tokens waited in servelabd's "
+                        "sockets; not in TTFT)\n"));
 }
 
 TEST(FormatComparisonTest, ShowsEachDifferingFieldAndTheResults) {

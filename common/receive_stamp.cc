@@ -37,7 +37,10 @@ StampedRead ReceiveStamped(int fd, void* data, size_t size, int flags) {
     const std::chrono::nanoseconds age =
         wall_now.time_since_epoch() -
         (std::chrono::seconds(stamp.tv_sec) + std::chrono::nanoseconds(stamp.tv_nsec));
-    if (age.count() > 0) r.received = now - age;
+    if (age.count() > 0) {
+      r.received = now - age;
+      r.stamped = true;
+    }
   }
   return r;
 }

@@ -9,7 +9,9 @@
 //   if (r.bytes > 0) ... r.received ...
 //
 // A TCP read that takes bytes of several segments is stamped with the last
-// one's arrival: never earlier than any of its bytes came. Thread-safe.
+// one's arrival: never earlier than any of its bytes came. The kernel starts
+// stamping a moment after the first socket on the machine asks (a deferred
+// switch), so bytes that arrive at once may come unstamped. Thread-safe.
 #ifndef SERVELAB_COMMON_RECEIVE_STAMP_H_
 #define SERVELAB_COMMON_RECEIVE_STAMP_H_
 
@@ -30,6 +32,7 @@ struct StampedRead {
   // The kernel's stamp on the steady clock; the time of the call when the
   // kernel gave none (stamps not enabled, or nothing read).
   std::chrono::steady_clock::time_point received;
+  bool stamped = false;  // `received` is the kernel's stamp.
 };
 
 // recvmsg(fd, data, size, flags) with the receive stamp.

@@ -38,10 +38,23 @@ struct TcpPair {
   int fds[2];
 };
 
+// Sends a byte at a time until one comes stamped: the kernel turns stamping
+// on for the machine a moment after the first socket asks.
+bool WaitUntilStamped(const TcpPair& pair) {
+  char byte;
+  for (int i = 0; i < 500; ++i) {
+    if (write(pair.fds[0], "s", 1) != 1) return false;
+    std::this_thread::sleep_for(milliseconds(10));
+    if (ReceiveStamped(pair.fds[1], &byte, 1, MSG_DONTWAIT).stamped) return true;
+  }
+  return false;
+}
+
 TEST(ReceiveStampTest, BytesReadLateCarryWhenTheyCame) {
   TcpPair pair;
   ASSERT_GE(pair.fds[1], 0);
   ASSERT_TRUE(EnableReceiveStamps(pair.fds[1]));
+  ASSERT_TRUE(WaitUntilStamped(pair));
   const auto sent = steady_clock::now();
   ASSERT_EQ(write(pair.fds[0], "abc", 3), 3);
   std::this_thread::sleep_for(milliseconds(200));
@@ -52,6 +65,7 @@ TEST(ReceiveStampTest, BytesReadLateCarryWhenTheyCame) {
   const auto now = steady_clock::now();
   ASSERT_EQ(peek.bytes, 1);
   ASSERT_EQ(read.bytes, 3);
+  EXPECT_TRUE(peek.stamped && read.stamped);
   EXPECT_EQ(std::string(buf, 3), "abc");
   EXPECT_GE(read.received, sent - milliseconds(5));  // Clock conversion, not earlier.
   EXPECT_LT(read.received, sent + milliseconds(100));
@@ -66,11 +80,13 @@ TEST(ReceiveStampTest, WithoutStampsOrBytesItIsTheTimeOfTheCall) {
   StampedRead nothing = ReceiveStamped(pair.fds[1], buf, sizeof buf, MSG_DONTWAIT);
   EXPECT_EQ(nothing.bytes, -1);
   EXPECT_EQ(nothing.error, EAGAIN);
+  EXPECT_FALSE(nothing.stamped);
   EXPECT_LT(steady_clock::now() - nothing.received, milliseconds(50));
   ASSERT_EQ(write(pair.fds[0], "x", 1), 1);
   std::this_thread::sleep_for(milliseconds(200));
   StampedRead unstamped = ReceiveStamped(pair.fds[1], buf, sizeof buf, MSG_DONTWAIT);
   ASSERT_EQ(unstamped.bytes, 1);
+  EXPECT_FALSE(unstamped.stamped);
   EXPECT_LT(steady_clock::now() - unstamped.received, milliseconds(50));
 }
 
