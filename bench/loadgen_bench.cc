@@ -25,8 +25,9 @@
 //   that never sleeps is held up anyway (the host taking the vCPU).
 // After each run A, the kernel floor at the same connections and pacing
 // (loopback_floor.h): what a chunk costs with no code around it, with one
-// syscall per chunk and with io_uring, each round's chunks all at once and
-// spread over the round as run A's streams are.
+// syscall per chunk and with io_uring, each round's chunks all at once (as
+// the sim's shared decode steps make them due) and spread over the round
+// (as streams each paced on its own timer are).
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -288,9 +289,10 @@ void PrintFloor(const LoopbackFloor& floor, const LoopbackFloorOptions& options)
 // The kernel's share of run A's cost: the same connections and pacing with
 // nothing but the kernel, one syscall per chunk (as Asio, and so the client,
 // pays today) and io_uring (loopback_floor.h). Each round's chunks go out
-// all at once, then spread over the round as run A's streams are, so that
-// a receiver wakes for nearly each one. The client's CPU per chunk cannot go
-// below the spread receiver's figure of the interface it uses.
+// all at once, as the sim's shared decode steps make them due, then spread
+// over the round as streams each paced on its own timer are, so that a
+// receiver wakes for nearly each one. The client's CPU per chunk cannot go
+// below the all-at-once receiver's figure of the interface it uses.
 void KernelFloor(int streams, double decode_seconds, int client_core, int sim_core) {
   for (const LoopbackFloorOptions& options : FloorVariants({.connections = streams,
                                              .round_seconds = decode_seconds,

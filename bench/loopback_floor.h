@@ -6,8 +6,9 @@
 // N loopback TCP connections. A sender thread sends one chunk on every
 // connection per round, as the sim does once per decode step; a receiver
 // thread takes each chunk as it arrives, the least a client that stamps
-// every chunk can do. The round's chunks go out all at once, or spread over
-// the round, each connection at its own time, as the sim's streams are
+// every chunk can do. The round's chunks go out all at once, as the sim's
+// shared decode steps make them due, or spread over the round, each
+// connection at its own time, as streams each paced on its own timer are
 // (they started at different times): then a receiver that keeps up wakes
 // for almost every chunk, and pays the wake-up each time. Each thread is
 // pinned to its own core and timed by its own CPU clock, which on a kernel

@@ -234,8 +234,9 @@ int main(int argc, char** argv) {
   // The same connections and pacing with nothing but the kernel: what it
   // alone costs per chunk on the sim's core, with one syscall per chunk (as
   // the sim pays today, through Asio) and with io_uring (loopback_floor.h);
-  // each round's chunks all at once, then spread over the round as the
-  // sim's streams are, where the sender wakes for a few chunks at a time.
+  // each round's chunks all at once, as the sim's shared decode steps make
+  // them due, then spread over the round as streams each paced on its own
+  // timer are, where the sender wakes for a few chunks at a time.
   for (const LoopbackFloorOptions& options : FloorVariants({.connections = streams,
                                              .round_seconds = round,
                                              .sender_core = sim_core,

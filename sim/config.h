@@ -85,8 +85,9 @@ struct SimConfig {
   // prefill inflight queue). Unset = the --compat profile's default
   // (DefaultKvLeaseSeconds: 0 for sim, 0.2 otherwise).
   std::optional<double> kv_lease_seconds;
-  // Per-request multiplicative jitter on all durations: factor drawn uniformly
-  // from [1 - jitter, 1 + jitter] at arrival with the seeded generator.
+  // Per-request multiplicative jitter on prefill and KV transfer times:
+  // factor drawn uniformly from [1 - jitter, 1 + jitter] at arrival with the
+  // seeded generator. Decode steps are shared by the batch, so not jittered.
   double jitter = 0;
   // Without ignore_eos, each token after min_tokens ends the sequence with
   // this probability (finish_reason "stop"). 0 = always run to max_tokens.

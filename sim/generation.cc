@@ -200,7 +200,7 @@ asio::awaitable<bool> GenerateTokens(ClientConn& conn, InstanceModel& instance, 
   SteadyClock::time_point due = SteadyClock::now();
   for (int64_t i = 0; i < n; ++i) {
     if (i > 0) {
-      due += instance.DecodeStep(r);
+      due = instance.NextTokenDue(due);
       if (due > SteadyClock::now() || pending.size() > kMaxPendingBytes) {
         if (!co_await conn.WriteChunk(pending)) {
           instance.Finish(r, Outcome::kAborted, 200);

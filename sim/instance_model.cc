@@ -223,9 +223,29 @@ void InstanceModel::EndPrefill(RequestState& r) {
   if (config_.enable_prefix_caching) cache_.Insert(r.request.prompt_tokens);
 }
 
-std::chrono::nanoseconds InstanceModel::DecodeStep(RequestState& r) {
+SteadyClock::time_point InstanceModel::NextTokenDue(SteadyClock::time_point previous) {
   absl::MutexLock lock(&mu_);
-  return Scaled(cost_.DecodeStepSeconds(running_), r.jitter);
+  const std::chrono::nanoseconds step = Scaled(cost_.DecodeStepSeconds(running_));
+  if (previous >= step_end_) {
+    if (running_ > 1 && step_end_ != SteadyClock::time_point{}) {
+      // Others are running, so the steps went on back to back, whether or
+      // not their requests have asked yet (a busy sim resumes them late):
+      // on to the step in progress at `previous`, keeping the phase.
+      step_start_ = step_end_ + (previous - step_end_) / step * step;
+    } else {
+      // An idle engine (or one yet to decode) starts a step with the
+      // request that asks.
+      step_start_ = previous;
+    }
+    step_end_ = step_start_ + step;
+  }
+  // Waiting as the step started: in that step. Further behind (a busy sim
+  // resumed it late): in each step it missed, all overdue, so its tokens
+  // go out together and it loses none of the steps.
+  if (previous <= step_start_) return std::min(previous + step, step_end_);
+  // Mid-step (a first token, from a prefill that ended between steps): in
+  // the next one, whose length this one's batch guesses.
+  return step_end_ + step;
 }
 
 void InstanceModel::OnToken(RequestState& r) {

@@ -9,7 +9,8 @@
 //   auto r = instance.Arrive(std::move(request), meta);   // fault decided here
 //   if (!instance.TryAdmit(*r, wake)) { ...wait until wake() runs... }
 //   wait(instance.StartPrefill(*r)); instance.EndPrefill(*r);
-//   for each token: (i > 0: wait(instance.DecodeStep(*r))) instance.OnToken(*r);
+//   for each token: (i > 0: wait until due = instance.NextTokenDue(due))
+//                   instance.OnToken(*r);
 //   lease = instance.Finish(*r, outcome, http_status);
 //   if (lease > 0) { ...after lease: instance.ExpireLeases()... }
 // The router role only calls Arrive / OnToken / Finish.
@@ -122,8 +123,16 @@ class InstanceModel {
   // plus the first decode step) up to the first token.
   std::chrono::nanoseconds StartPrefill(RequestState& r);
   void EndPrefill(RequestState& r);
-  // Time from the previous token to the next one.
-  std::chrono::nanoseconds DecodeStep(RequestState& r);
+  // When the next token of a request whose previous token was due at
+  // `previous` falls due: the end of the decode step it joins. The instance
+  // decodes its running requests in shared steps, back to back while any
+  // asks (the step's length from its batch size when it starts), so the
+  // tokens of one step fall due together, as an engine's do: vLLM's engine
+  // core hands the API server one step's outputs at once. A request joins the
+  // latest step when it was waiting as that step started, and the step after
+  // it when its previous token came mid-step (a first token, from a prefill
+  // that ended between steps). Design §10, "Decode steps".
+  SteadyClock::time_point NextTokenDue(SteadyClock::time_point previous);
   // A token was written to the client (the first one defines server-side TTFT).
   void OnToken(RequestState& r);
   // Ends the request, frees its slot, records it. May exit the process when
@@ -207,6 +216,9 @@ class InstanceModel {
   int64_t prefilling_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t reserved_blocks_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t kv_transfers_ ABSL_GUARDED_BY(mu_) = 0;  // requests in_kv_transfer
+  // The latest decode step NextTokenDue started (none yet: both at epoch).
+  SteadyClock::time_point step_start_ ABSL_GUARDED_BY(mu_);
+  SteadyClock::time_point step_end_ ABSL_GUARDED_BY(mu_);
   // Leases in expiry order (all have the same duration).
   std::deque<Lease> leases_ ABSL_GUARDED_BY(mu_);
   int64_t leased_blocks_ ABSL_GUARDED_BY(mu_) = 0;

@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <vector>
+
 #include "absl/time/clock.h"
 #include "tests/testing/status_matchers.h"
 
@@ -151,6 +154,78 @@ TEST(InstanceModelTest, FaultsAppliedInOrderAndCounted) {
   EXPECT_EQ(instance.Arrive(Request(2, 1), {})->fault, FaultAction::kDrop);
   EXPECT_EQ(instance.Arrive(Request(2, 1), {})->fault, FaultAction::kNone);
   EXPECT_FALSE(instance.ApplyFaults(*ParseJson(R"({"nope": 1})")).ok());
+}
+
+// One decode step of `instance` with `running` sequences.
+std::chrono::nanoseconds Step(const InstanceModel& instance, int64_t running) {
+  const SimConfig& c = instance.config();
+  return instance.Scaled(c.decode_base_seconds +
+                         c.decode_seconds_per_seq * static_cast<double>(running));
+}
+
+// An instance whose decode steps the tests read; Admit(n) makes n requests
+// run, which sizes the steps.
+class DecodeStepsTest : public ::testing::Test {
+ protected:
+  void Admit(int n) {
+    for (int i = 0; i < n; ++i) {
+      running_.push_back(instance_.Arrive(Request(2, 8), {}));
+      ASSERT_TRUE(instance_.TryAdmit(*running_.back(), [] {}));
+    }
+  }
+
+  SimConfig config_;
+  InstanceModel instance_{config_, Role::kUnified, 1, 1.0};
+  std::vector<std::unique_ptr<RequestState>> running_;
+};
+
+TEST_F(DecodeStepsTest, TokensOfOneDecodeStepFallDueTogether) {
+  Admit(2);
+  const SteadyClock::time_point t0 = SteadyClock::now();
+  // The idle engine starts a step with a's token; b's token was due at the
+  // same time, so it is in that step too.
+  const SteadyClock::time_point first = instance_.NextTokenDue(t0);
+  EXPECT_EQ(first - t0, Step(instance_, 2));
+  EXPECT_EQ(instance_.NextTokenDue(t0), first);
+  // Both asking again at that step's end: the next step, back to back.
+  const SteadyClock::time_point second = instance_.NextTokenDue(first);
+  EXPECT_EQ(second - first, Step(instance_, 2));
+  EXPECT_EQ(instance_.NextTokenDue(first), second);
+  // A request two steps behind the engine (resumed late) is in each step it
+  // missed, not only the latest: its overdue tokens go out together.
+  const SteadyClock::time_point third = instance_.NextTokenDue(second);
+  EXPECT_EQ(instance_.NextTokenDue(first), second);
+  EXPECT_EQ(instance_.NextTokenDue(second), third);
+  EXPECT_EQ(third - second, Step(instance_, 2));
+}
+
+TEST_F(DecodeStepsTest, AFirstTokenMidStepJoinsTheNextStep) {
+  Admit(1);
+  const SteadyClock::time_point t0 = SteadyClock::now();
+  const SteadyClock::time_point step_end = instance_.NextTokenDue(t0);
+  // A prefill that ended halfway through the step: its request waits for
+  // the step to end and is in the one after.
+  const SteadyClock::time_point mid = t0 + Step(instance_, 1) / 2;
+  EXPECT_EQ(instance_.NextTokenDue(mid), step_end + Step(instance_, 1));
+  // Alone, after a pause: the idle engine starts a step with it, off the
+  // old steps' phase.
+  const SteadyClock::time_point later = step_end + std::chrono::milliseconds(500) / 3;
+  EXPECT_EQ(instance_.NextTokenDue(later), later + Step(instance_, 1));
+}
+
+TEST_F(DecodeStepsTest, StepsGoOnBackToBackWhileOthersRun) {
+  Admit(2);
+  const std::chrono::nanoseconds step = Step(instance_, 2);
+  const SteadyClock::time_point t0 = SteadyClock::now();
+  const SteadyClock::time_point first = instance_.NextTokenDue(t0);
+  // b's first token came a third of a step after the step ended, before a
+  // (resumed late) asked again: the engine was busy, so the step in progress
+  // started at `first`, and b is in the one after.
+  EXPECT_EQ(instance_.NextTokenDue(first + step / 3), first + 2 * step);
+  // a, late, still gets the step that started at `first`.
+  EXPECT_EQ(instance_.NextTokenDue(first), first + step);
+  // Two and a half steps on, the phase holds.
+  EXPECT_EQ(instance_.NextTokenDue(first + step * 5 / 2), first + 4 * step);
 }
 
 TEST(InstanceModelTest, ArrivalIsWhenTheRequestWasReceived) {
