@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "analysis/percentile.h"
 #include "common/receive_stamp.h"
 #include "google/protobuf/util/time_util.h"
 #include "loadgen/beast.h"
@@ -250,8 +251,9 @@ class LoadRunner::Impl {
   std::string model_;
   std::vector<std::unique_ptr<Connection>> idle_;
   std::unordered_set<Connection*> active_;
-  // Per request: its first token's read time less its receive stamp.
-  std::vector<int64_t> first_token_read_lags_;
+  // Per request, in nanoseconds: its first token's read time less its
+  // receive stamp, never below 0.
+  std::vector<double> first_token_read_lags_;
   LoadSummary summary_;
 
   // Shared with other threads.
@@ -584,7 +586,7 @@ awaitable<error_code> LoadRunner::Impl::ReadBody(Connection& conn,
       if (new_tokens) {
         if (r.first_token_ns() == 0) {
           r.set_first_token_ns(received);
-          first_token_read_lags_.push_back(SinceStart() - received);
+          first_token_read_lags_.push_back(std::max<int64_t>(0, SinceStart() - received));
         }
         r.add_chunk_ns(received);
       }
@@ -629,11 +631,10 @@ awaitable<void> LoadRunner::Impl::Main(absl::Status* check_status) {
 }
 
 void LoadRunner::Impl::SummarizeReadLags() {
-  std::vector<int64_t>& lags = first_token_read_lags_;
-  if (lags.empty()) return;
-  std::sort(lags.begin(), lags.end());
-  const auto at = [&](size_t percent) {
-    return absl::Nanoseconds(std::max<int64_t>(0, lags[(lags.size() - 1) * percent / 100]));
+  // The same percentiles as the analysis computes for TTFT (interpolated).
+  const std::vector<double> lags = analysis::SortedCopy(std::move(first_token_read_lags_));
+  const auto at = [&](double percent) {
+    return absl::Nanoseconds(static_cast<int64_t>(analysis::Percentile(lags, percent)));
   };
   summary_.first_token_read_lag_p50 = at(50);
   summary_.first_token_read_lag_p99 = at(99);
