@@ -309,22 +309,24 @@ absl::StatusOr<LoadOutcome> RunFormalRepeat(StageEnv& env, const v1::Experiment&
 
 }  // namespace
 
+DrainCheck CheckDrained(StageEnv& env, const v1::Experiment& e) {
+  DrainCheck check;
+  check.confirmed = DrainConfirm(env, e, &check.prefill_idle);
+  return check;
+}
+
 absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int attempt,
-                                    const ProgressFn& on_progress) {
-  // Confirm the previous load really ended (e.g. one cut off by a daemon
-  // crash): a new load on top of one whose end is unknown corrupts both.
-  // Prefill's idle counters from that check are the load's "before".
-  std::optional<InstanceCounters> prefill_before;
-  if (absl::StatusOr<Counters> drained = DrainConfirm(env, e, &prefill_before); !drained.ok()) {
+                                    const ProgressFn& on_progress, DrainCheck drained) {
+  if (!drained.confirmed.ok()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("an earlier load has not drained: ", drained.status().message()));
+        absl::StrCat("an earlier load has not drained: ", drained.confirmed.status().message()));
   }
   std::optional<v1::ServingInstance> router = InstanceFor(env.store, v1::SIDE_ROUTER);
   std::optional<v1::ServingInstance> prefill = InstanceFor(env.store, v1::SIDE_PREFILL);
   if (!router.has_value() || !prefill.has_value()) {
     return absl::FailedPreconditionError("no deployment running");
   }
-  const InstanceCounters before = prefill_before.value_or(InstanceCounters{});
+  const InstanceCounters before = drained.prefill_idle.value_or(InstanceCounters{});
 
   const int repeats = std::max(1, e.spec().workload().repeats());
   SharedProgress shared;

@@ -1,6 +1,7 @@
 #include "daemon/core/stage_runner.h"
 
 #include <algorithm>
+#include <future>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -412,7 +413,7 @@ void StageRunner::RunLane(const std::string& id, absl::Time released) {
     }
     if (info.phase == StagePhase::kLoad) {
       formal_started = true;
-      formal_error = RunFormalLoad(id, env, cursor);
+      formal_error = RunFormalLoad(id, env, *e, cursor);
       continue;  // Whatever happened, the drain must be confirmed next.
     }
     absl::Status status = RunStage(
@@ -435,7 +436,8 @@ void StageRunner::RunLane(const std::string& id, absl::Time released) {
   cpu_tasks_.push_back([this, id] { RunAnalysis(id); });
 }
 
-absl::Status StageRunner::RunFormalLoad(const std::string& id, StageEnv& env, absl::Time& cursor) {
+absl::Status StageRunner::RunFormalLoad(const std::string& id, StageEnv& env,
+                                        const v1::Experiment& e, absl::Time& cursor) {
   absl::Mutex progress_mu;
   absl::Time last_commit = absl::InfinitePast();
   bool first_recorded = false;
@@ -456,13 +458,18 @@ absl::Status StageRunner::RunFormalLoad(const std::string& id, StageEnv& env, ab
                        Durability::kOrdered};
     });
   };
+  // The drain check reads the instances while the stage's start is synced,
+  // which the first request waits for anyway (docs/design.md §6).
+  std::future<DrainCheck> drained =
+      std::async(std::launch::async, [&env, &e] { return CheckDrained(env, e); });
   // The attempt is the stage's own count: a load cut off before any of its
   // records were stored still used up its number.
   return RunStage(
       id, v1::STAGE_FORMAL_LOAD,
       [&](const v1::Experiment& x) {
         const v1::Stage* formal = FindStage(x, v1::STAGE_FORMAL_LOAD);
-        return FormalLoad(env, x, formal != nullptr ? formal->attempt() : 1, on_progress);
+        return FormalLoad(env, x, formal != nullptr ? formal->attempt() : 1, on_progress,
+                          drained.get());
       },
       cursor);
 }

@@ -116,7 +116,8 @@ class StageRunner : public ExperimentExecutor {
   absl::Time LaneStart(const std::string& id, absl::Time released);
   void SetLaneStage(v1::StageName stage);
   // The formal load stage, committing its progress as it runs.
-  absl::Status RunFormalLoad(const std::string& id, StageEnv& env, absl::Time& cursor);
+  absl::Status RunFormalLoad(const std::string& id, StageEnv& env, const v1::Experiment& e,
+                             absl::Time& cursor);
   // After drain_confirm failed: holds the lane until the instances drain.
   void HoldLaneUntilDrained(const std::string& id);
   void RunAnalysis(const std::string& id);

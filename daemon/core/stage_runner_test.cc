@@ -742,7 +742,8 @@ TEST_F(StageBodyTest, AnInstanceThatExitedIsDrainedButInterruptsTheFormalLoad) {
     instances_.alive.erase(static_cast<int>(v1::SIDE_DECODE));
   }
   EXPECT_THAT(DrainConfirm(env, e_), IsOk());
-  EXPECT_THAT(FormalLoad(env, e_, 1, [](const v1::Progress&, bool) {}),
+  EXPECT_THAT(FormalLoad(
+                  env, e_, 1, [](const v1::Progress&, bool) {}, CheckDrained(env, e_)),
               StatusIs(absl::StatusCode::kUnavailable,
                        HasSubstr("decode (pid 2) exited during the formal load")));
 }
@@ -752,7 +753,8 @@ TEST_F(StageBodyTest, FormalDeadlineFiresOnTheClock) {
   load_.SetFormalInterval(absl::Milliseconds(100));  // 20 requests need 2 s.
   StageEnv env = Env();
   const absl::Time start = clock_.Now();
-  EXPECT_THAT(FormalLoad(env, e, 1, [](const v1::Progress&, bool) {}),
+  EXPECT_THAT(FormalLoad(
+                  env, e, 1, [](const v1::Progress&, bool) {}, CheckDrained(env, e)),
               StatusIs(absl::StatusCode::kDeadlineExceeded,
                        HasSubstr("limits.formal_deadline (1s) reached: "
                                  "10 of 20 formal requests sent")));
@@ -771,6 +773,27 @@ TEST_F(StageBodyTest, DrainTimeoutFiresOnTheClock) {
   // limits.drain_timeout=100ms, polled every drain_poll (1 ms).
   EXPECT_EQ(clock_.Now() - start, absl::Milliseconds(100));
   EXPECT_EQ(clock_.sleeps(), 100);
+}
+
+// The runner checks the drain while the formal stage's start commits; a
+// check that found the instances busy still keeps every request unsent.
+TEST_F(StageBodyTest, AFormalLoadOnTopOfAnUndrainedOneSendsNothing) {
+  {
+    absl::MutexLock lock(&instances_.mu);
+    instances_.counters[v1::SIDE_DECODE].requests_running = 1;
+  }
+  StageEnv env = Env();
+  DrainCheck busy = CheckDrained(env, e_);
+  EXPECT_THAT(busy.confirmed, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                       HasSubstr("cannot confirm the load ended")));
+  EXPECT_FALSE(busy.prefill_idle.has_value());
+  EXPECT_THAT(FormalLoad(
+                  env, e_, 1, [](const v1::Progress&, bool) {}, std::move(busy)),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr("an earlier load has not drained"),
+                             HasSubstr("decode: 1 running"))));
+  EXPECT_EQ(load_.formal_started(), 0);
+  EXPECT_EQ(load_.SentIn(v1::PHASE_FORMAL), 0);
 }
 
 TEST_F(StageBodyTest, CacheResetDeadlineFiresOnTheClock) {

@@ -101,8 +101,21 @@ absl::StatusOr<Counters> CacheSeed(StageEnv& env, const v1::Experiment& e);
 // Progress of the formal load as it runs (sent/completed/failed and the
 // exact time of the first formal request); `final` for the last figures.
 using ProgressFn = std::function<void(const v1::Progress&, bool final)>;
+// What the formal load's drain check found: its counters, or why the
+// previous load has not drained; and prefill's idle counters, the load's
+// "before" for the prefix-cache hit ratio.
+struct DrainCheck {
+  absl::StatusOr<Counters> confirmed;
+  std::optional<InstanceCounters> prefill_idle;
+};
+// A new load on top of one whose end is unknown (e.g. one cut off by a
+// daemon crash) corrupts both, so the formal load starts with this check.
+// It only reads the instances: the runner runs it while the formal stage's
+// start is synced to disk (docs/design.md §6).
+DrainCheck CheckDrained(StageEnv& env, const v1::Experiment& e);
+// `drained`: CheckDrained's answer; a failed check fails the load unsent.
 absl::StatusOr<Counters> FormalLoad(StageEnv& env, const v1::Experiment& e, int attempt,
-                                    const ProgressFn& on_progress);
+                                    const ProgressFn& on_progress, DrainCheck drained);
 // Every instance reports no running and no waiting request within
 // limits.drain_timeout; FAILED_PRECONDITION naming what is still busy.
 // The instances are scraped at the same time; with `prefill_idle`, prefill's
