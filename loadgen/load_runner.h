@@ -95,8 +95,9 @@ struct LoadSummary {
   absl::Duration wall;  // Load start to the last request's end.
   std::string model;    // The model the requests named.
   // How long first tokens waited in the client's socket before it read them
-  // (read time - receive stamp), over the requests that got one. Near zero
-  // unless the client's core is busy; the records' TTFT does not include it.
+  // (read time - receive stamp), over the requests that got one, with the
+  // percentiles of analysis::Percentile. Near zero unless the client's core
+  // is busy; the records' TTFT does not include it.
   absl::Duration first_token_read_lag_p50;
   absl::Duration first_token_read_lag_p99;
   absl::Duration first_token_read_lag_max;

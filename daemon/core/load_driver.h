@@ -45,8 +45,8 @@ struct LoadOutcome {
   // returned: the client side of drain is confirmed.
   bool all_ended = false;
   // How long first tokens waited in the client's sockets (p99), which the
-  // records' TTFT leaves out (loadgen/load_runner.h): large, and the
-  // daemon's own core held the load back.
+  // records' TTFT leaves out (loadgen/load_runner.h). A large value means
+  // the daemon's own core was the load's bottleneck.
   absl::Duration first_token_read_lag_p99;
 };
 
