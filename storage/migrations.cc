@@ -208,7 +208,18 @@ CREATE TRIGGER experiments_count_update AFTER UPDATE OF state, failure_class ON 
 END;
 )sql";
 
-constexpr std::array<std::string_view, 5> kMigrations = {kV1, kV2, kV3, kV4, kV5};
+// stages_by_outcome holds only stages that ended: both of its queries ask
+// for `ended_at IS NOT NULL`. A submit's stages are all pending, so it writes
+// no entry; with every stage in it, each of a submit's 13 rows dirtied a leaf
+// page of its own once the history had grown, 13 more pages in the submit's
+// synced commit (issue 9, P8; docs/design.md §12).
+constexpr std::string_view kV6 = R"sql(
+DROP INDEX stages_by_outcome;
+CREATE INDEX stages_by_outcome ON stages (name, action, status, ended_at)
+  WHERE ended_at IS NOT NULL;
+)sql";
+
+constexpr std::array<std::string_view, 6> kMigrations = {kV1, kV2, kV3, kV4, kV5, kV6};
 
 }  // namespace
 

@@ -156,6 +156,24 @@ class SqliteStoreTest : public ::testing::Test {
     return value;
   }
 
+  // SQLite's plan for `sql`, its steps' details joined by "; ".
+  std::string QueryPlan(const std::string& sql) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    sqlite3_stmt* stmt = nullptr;
+    const std::string explain = "EXPLAIN QUERY PLAN " + sql;
+    EXPECT_EQ(sqlite3_prepare_v2(db, explain.c_str(), -1, &stmt, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    std::string plan;
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+      plan += reinterpret_cast<const char*>(sqlite3_column_text(stmt, 3));
+      plan += "; ";
+    }
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    return plan;
+  }
+
   testing::TempDir dir_;
   std::string path_ = dir_.File("servelab.db");
   std::unique_ptr<SqliteStore> store_;
@@ -282,6 +300,23 @@ TEST_F(SqliteStoreTest, MeanRecentStageDurationsAverageTheNewestRunsOnly) {
   auto newest = store_->MeanRecentStageDurations(1);
   ASSERT_THAT(newest, IsOk());
   EXPECT_EQ(newest->at(v1::STAGE_FREEZE), absl::Seconds(3));
+}
+
+// The outcome index holds finished stages only, and both of its queries
+// still read through it rather than scan every stage row.
+TEST_F(SqliteStoreTest, OnlyStagesThatEndedAreIndexedByOutcome) {
+  Create(MakeExperiment("a", "sha-1"));
+  EXPECT_THAT(RawText("SELECT sql FROM sqlite_master WHERE name = 'stages_by_outcome'"),
+              HasSubstr("WHERE ended_at IS NOT NULL"));
+  for (const char* query :
+       {// MeanRecentStageDurations's and LatestRunOf's.
+        "SELECT started_at, ended_at FROM stages WHERE name = ?1 AND action = ?2 AND "
+        "status = ?3 AND ended_at IS NOT NULL AND started_at IS NOT NULL "
+        "ORDER BY ended_at DESC LIMIT ?4",
+        "SELECT experiment_id FROM stages WHERE name = ?1 AND action = ?2 AND "
+        "status = ?3 AND ended_at IS NOT NULL ORDER BY ended_at DESC LIMIT 1"}) {
+    EXPECT_THAT(QueryPlan(query), HasSubstr("USING INDEX stages_by_outcome")) << query;
+  }
 }
 
 TEST_F(SqliteStoreTest, ListFiltersByScenarioAndStateOldestFirst) {
