@@ -209,10 +209,10 @@ END;
 )sql";
 
 // stages_by_outcome holds only stages that ended: both of its queries ask
-// for `ended_at IS NOT NULL`. A submit's stages are all pending, so it writes
-// no entry; with every stage in it, each of a submit's 13 rows dirtied a leaf
-// page of its own once the history had grown, 13 more pages in the submit's
-// synced commit (issue 9, P8; docs/design.md §12).
+// for `ended_at IS NOT NULL`. Of a submit's 13 stages only freeze has ended,
+// so it writes one entry; with every stage in it, each of the 13 rows dirtied
+// a leaf page of its own once the history had grown, 12 more pages in the
+// submit's synced commit (issue 9, P8; docs/design.md §12).
 constexpr std::string_view kV6 = R"sql(
 DROP INDEX stages_by_outcome;
 CREATE INDEX stages_by_outcome ON stages (name, action, status, ended_at)
