@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -142,36 +143,32 @@ class SqliteStoreTest : public ::testing::Test {
     return value;
   }
 
-  std::string RawText(const std::string& sql) {
+  // Column `column` of every row of `sql`, as text (NULL as ""), read the
+  // same way.
+  std::vector<std::string> RawColumn(const std::string& sql, int column = 0) {
     sqlite3* db = nullptr;
     EXPECT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
     sqlite3_stmt* stmt = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK);
-    std::string value;
-    if (sqlite3_step(stmt) == SQLITE_ROW) {
-      value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    std::vector<std::string> values;
+    while (sqlite3_step(stmt) == SQLITE_ROW) {
+      const unsigned char* text = sqlite3_column_text(stmt, column);
+      values.emplace_back(text == nullptr ? "" : reinterpret_cast<const char*>(text));
     }
     sqlite3_finalize(stmt);
     sqlite3_close(db);
-    return value;
+    return values;
   }
 
-  // SQLite's plan for `sql`, its steps' details joined by "; ".
+  std::string RawText(const std::string& sql) {
+    std::vector<std::string> rows = RawColumn(sql);
+    return rows.empty() ? "" : rows.front();
+  }
+
+  // SQLite's plan for `sql`: its steps' details (column 3), joined.
   std::string QueryPlan(const std::string& sql) {
-    sqlite3* db = nullptr;
-    EXPECT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
-    sqlite3_stmt* stmt = nullptr;
-    const std::string explain = "EXPLAIN QUERY PLAN " + sql;
-    EXPECT_EQ(sqlite3_prepare_v2(db, explain.c_str(), -1, &stmt, nullptr), SQLITE_OK)
-        << sqlite3_errmsg(db);
-    std::string plan;
-    while (sqlite3_step(stmt) == SQLITE_ROW) {
-      plan += reinterpret_cast<const char*>(sqlite3_column_text(stmt, 3));
-      plan += "; ";
-    }
-    sqlite3_finalize(stmt);
-    sqlite3_close(db);
-    return plan;
+    return absl::StrJoin(RawColumn("EXPLAIN QUERY PLAN " + sql, 3), "; ");
   }
 
   testing::TempDir dir_;
