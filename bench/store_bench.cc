@@ -9,12 +9,14 @@
 // 2. Restarts servelabd --paused on that store and times, --samples times
 //    each, the calls a user makes: SubmitExperiment (a delta of the base; it
 //    queues, and is cancelled untimed), GetExperiment (status),
-//    ListExperiments and GetSummary.
+//    ListExperiments and GetSummary; then, with the daemon stopped, the
+//    commit of a stage transition through SqliteStore.
 // 3. Stops it and grows the same SQLite file through SqliteStore to
 //    --experiments experiments and --records raw record rows, copies of the
 //    two real ones (their records repeated to the size each copy needs).
-// 4. Restarts servelabd --paused on the grown store (the restart time is a
-//    figure: recovery reads the store) and times the same calls.
+// 4. Times the stage transition's commit on the grown store, then restarts
+//    servelabd --paused on it (the restart time is a figure: recovery reads
+//    the store) and times the same calls.
 // 5. Runs two more concurrency deltas on the grown store, unpaused.
 // Prints p50/p99 of each call on both stores with their ratio (target: the
 // grown store within 2x), the database size and the bytes on disk per 1 M
@@ -151,6 +153,45 @@ int64_t GrowStore(const std::string& db_path, const std::vector<std::string>& te
   return chunks;
 }
 
+// The commit the runner makes each time a stage starts or ends (an ordered
+// write), timed `samples` times through SqliteStore with the daemon stopped:
+// an in-flight copy of `template_id` whose stages end one after another.
+bool TimeStageCommits(const std::string& db_path, const std::string& template_id, int samples,
+                      CallTimes& times) {
+  absl::StatusOr<std::unique_ptr<storage::SqliteStore>> store = storage::SqliteStore::Open(db_path);
+  absl::StatusOr<v1::Experiment> e =
+      store.ok() ? (*store)->GetExperiment(template_id) : store.status();
+  if (!e.ok() || e->stages_size() < 2) {
+    std::fprintf(stderr, "stage commits: %s\n", e.status().ToString().c_str());
+    return false;
+  }
+  core::Event event{.at = absl::Now(), .kind = "submitted", .detail = "store_bench in flight"};
+  e->set_state(v1::EXPERIMENT_STATE_RUNNING);
+  for (int i = 1; i < e->stages_size(); ++i) {
+    e->mutable_stages(i)->set_status(v1::STAGE_STATUS_PENDING);
+    e->mutable_stages(i)->clear_ended_at();
+  }
+  absl::StatusOr<std::string> id = (*store)->CreateExperiment(*e, event);
+  if (!id.ok()) return false;
+  e->set_id(*id);
+  event.durability = core::Durability::kOrdered;
+  for (int i = 0; i < samples; ++i) {
+    v1::Stage& stage = *e->mutable_stages(1 + i % (e->stages_size() - 1));
+    stage.set_status(v1::STAGE_STATUS_SUCCEEDED);
+    stage.mutable_ended_at()->set_seconds(absl::ToUnixSeconds(absl::Now()));
+    stage.mutable_ended_at()->set_nanos(i);
+    event.at = absl::Now();
+    const absl::Time start = absl::Now();
+    absl::Status s = (*store)->UpdateExperiment(*e, event);
+    times.ms["stage"].push_back(Ms(absl::Now() - start));
+    if (!s.ok()) {
+      std::fprintf(stderr, "stage commit: %s\n", s.ToString().c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 void PrintCalls(const CallTimes& small, const CallTimes& grown) {
   std::printf("  %-8s %12s %12s %12s %12s %8s\n", "call", "p50 small", "p99 small", "p50 grown",
               "p99 grown", "p99 x");
@@ -277,12 +318,14 @@ int Run(const Options& o) {
   int64_t chunks = -1;
   std::vector<std::string> templates =
       RunTemplates(bin_dir, work_dir, o, instance_pids, analysis_small);
-  bool ok = !templates.empty() &&
-            MeasurePaused(bin_dir, work_dir, o, templates.front(), small, restart_small, rss_small);
+  bool ok =
+      !templates.empty() &&
+      MeasurePaused(bin_dir, work_dir, o, templates.front(), small, restart_small, rss_small) &&
+      TimeStageCommits(db_path, templates.front(), o.samples, small);
   const uintmax_t small_bytes = ok ? fs::file_size(db_path) : 0;
   if (ok) {
     chunks = GrowStore(db_path, templates, o.experiments, o.records / o.experiments);
-    ok = chunks > 0 &&
+    ok = chunks > 0 && TimeStageCommits(db_path, templates.front(), o.samples, grown) &&
          MeasurePaused(bin_dir, work_dir, o, templates.front(), grown, restart_grown, rss_grown) &&
          RunDeltasOnGrown(bin_dir, work_dir, o, templates.front(), analysis_grown);
   }
@@ -300,6 +343,9 @@ int Run(const Options& o) {
   std::printf("call latency, ms (%d samples each; P8 target: grown p99 within %.0fx of small)\n",
               o.samples, kTargetRatio);
   PrintCalls(small, grown);
+  std::printf(
+      "  (stage: the ordered commit of one stage transition, through SqliteStore with the daemon "
+      "stopped)\n");
   std::printf("\ndaemon restart until serving: small %.0f ms, grown %.0f ms\n", restart_small,
               restart_grown);
   std::printf("daemon RSS after the calls: small %.1f MiB, grown %.1f MiB\n", rss_small, rss_grown);

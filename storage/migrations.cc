@@ -53,7 +53,8 @@ CREATE INDEX experiments_by_scenario ON experiments (scenario, seq);
 CREATE INDEX experiments_by_state ON experiments (state, seq);
 CREATE INDEX experiments_by_parent ON experiments (parent_id);
 
--- Rewritten as a whole on every UpdateExperiment.
+-- One row per Experiment.stages entry; an update writes only the rows that
+-- changed (sqlite_store.cc, WriteStages).
 CREATE TABLE stages (
   experiment_id TEXT NOT NULL REFERENCES experiments (id),
   position INTEGER NOT NULL,  -- index in Experiment.stages

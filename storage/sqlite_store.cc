@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/timestamp.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "storage/migrations.h"
@@ -102,23 +104,34 @@ absl::Status WriteExperimentRow(SqliteDb& db, const v1::Experiment& experiment, 
   return write.Run();
 }
 
-// Deletes the stages and result rows of `id`, which an update rewrites whole.
-absl::Status ClearStagesAndResult(SqliteDb& db, std::string_view id) {
-  SERVELAB_ASSIGN_OR_RETURN(Statement clear_stages,
-                            db.Prepare("DELETE FROM stages WHERE experiment_id = ?1"));
-  clear_stages.BindText(1, id);
-  SERVELAB_RETURN_IF_ERROR(clear_stages.Run());
-  SERVELAB_ASSIGN_OR_RETURN(Statement clear_result,
-                            db.Prepare("DELETE FROM results WHERE experiment_id = ?1"));
-  clear_result.BindText(1, id);
-  return clear_result.Run();
+// The bytes a row compares by. Deterministic, so that an unchanged stage
+// (whose counters map may iterate in another order) serializes the same.
+std::string DeterministicBytes(const google::protobuf::Message& message) {
+  std::string bytes;
+  google::protobuf::io::StringOutputStream out(&bytes);
+  google::protobuf::io::CodedOutputStream coded(&out);
+  coded.SetSerializationDeterministic(true);
+  message.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return bytes;
 }
 
-absl::Status InsertStages(SqliteDb& db, const v1::Experiment& experiment) {
+// Writes the stage rows of `experiment`, touching only those that changed: a
+// stage transition rewrites one or two of the 13 rows, not all of them, and
+// an ended stage keeps its stages_by_outcome entry where it is. Each row
+// rewritten whole dirtied its own index leaf page once the history had grown
+// (issue 9, P1; docs/design.md §12). Rows past the last stage go.
+absl::Status WriteStages(SqliteDb& db, const v1::Experiment& experiment) {
   SERVELAB_ASSIGN_OR_RETURN(
       Statement stage_row,
       db.Prepare("INSERT INTO stages (experiment_id, position, name, attempt, action, status, "
-                 "started_at, ended_at, stage) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
+                 "started_at, ended_at, stage) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+                 "ON CONFLICT (experiment_id, position) DO UPDATE SET name = excluded.name, "
+                 "attempt = excluded.attempt, action = excluded.action, "
+                 "status = excluded.status, started_at = excluded.started_at, "
+                 "ended_at = excluded.ended_at, stage = excluded.stage "
+                 // Every column is a field of the blob: an equal blob is an equal row.
+                 "WHERE stage IS NOT excluded.stage"));
   for (int i = 0; i < experiment.stages_size(); ++i) {
     const v1::Stage& stage = experiment.stages(i);
     stage_row.Reset();
@@ -130,19 +143,34 @@ absl::Status InsertStages(SqliteDb& db, const v1::Experiment& experiment) {
     stage_row.BindInt(6, stage.status());
     BindTime(stage_row, 7, stage.has_started_at(), stage.started_at());
     BindTime(stage_row, 8, stage.has_ended_at(), stage.ended_at());
-    stage_row.BindBlob(9, stage.SerializeAsString());
+    stage_row.BindBlob(9, DeterministicBytes(stage));
     SERVELAB_RETURN_IF_ERROR(stage_row.Run());
   }
-  return absl::OkStatus();
+  SERVELAB_ASSIGN_OR_RETURN(
+      Statement trailing,
+      db.Prepare("DELETE FROM stages WHERE experiment_id = ?1 AND position >= ?2"));
+  trailing.BindText(1, experiment.id());
+  trailing.BindInt(2, experiment.stages_size());
+  return trailing.Run();
 }
 
-absl::Status InsertResult(SqliteDb& db, const v1::Experiment& experiment) {
-  if (!experiment.has_result()) return absl::OkStatus();
-  SERVELAB_ASSIGN_OR_RETURN(Statement result,
-                            db.Prepare("INSERT INTO results (experiment_id, result, computed_at) "
-                                       "VALUES (?1, ?2, ?3)"));
+// Writes the result row of `experiment`, or deletes it when it has none; an
+// unchanged result is not rewritten.
+absl::Status WriteResult(SqliteDb& db, const v1::Experiment& experiment) {
+  if (!experiment.has_result()) {
+    SERVELAB_ASSIGN_OR_RETURN(Statement clear,
+                              db.Prepare("DELETE FROM results WHERE experiment_id = ?1"));
+    clear.BindText(1, experiment.id());
+    return clear.Run();
+  }
+  SERVELAB_ASSIGN_OR_RETURN(
+      Statement result,
+      db.Prepare("INSERT INTO results (experiment_id, result, computed_at) VALUES (?1, ?2, ?3) "
+                 "ON CONFLICT (experiment_id) DO UPDATE SET result = excluded.result, "
+                 "computed_at = excluded.computed_at "
+                 "WHERE result IS NOT excluded.result OR computed_at IS NOT excluded.computed_at"));
   result.BindText(1, experiment.id());
-  result.BindBlob(2, experiment.result().SerializeAsString());
+  result.BindBlob(2, DeterministicBytes(experiment.result()));
   BindTime(result, 3, experiment.result().has_computed_at(), experiment.result().computed_at());
   return result.Run();
 }
@@ -189,9 +217,8 @@ absl::Status SqliteStore::WriteExperimentLocked(const v1::Experiment& experiment
                                                 bool insert) {
   SERVELAB_RETURN_IF_ERROR(PutSpec(*db_, experiment));
   SERVELAB_RETURN_IF_ERROR(WriteExperimentRow(*db_, experiment, seq, insert));
-  if (!insert) SERVELAB_RETURN_IF_ERROR(ClearStagesAndResult(*db_, experiment.id()));
-  SERVELAB_RETURN_IF_ERROR(InsertStages(*db_, experiment));
-  return InsertResult(*db_, experiment);
+  SERVELAB_RETURN_IF_ERROR(WriteStages(*db_, experiment));
+  return WriteResult(*db_, experiment);
 }
 
 absl::Status SqliteStore::AppendEventLocked(std::string_view experiment_id,

@@ -143,6 +143,17 @@ class SqliteStoreTest : public ::testing::Test {
     return value;
   }
 
+  // Runs `sql` on a writable connection of our own.
+  void RawExec(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+    char* error = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+        << (error == nullptr ? "" : error);
+    sqlite3_free(error);
+    sqlite3_close(db);
+  }
+
   // Column `column` of every row of `sql`, as text (NULL as ""), read the
   // same way.
   std::vector<std::string> RawColumn(const std::string& sql, int column = 0) {
@@ -391,6 +402,47 @@ TEST_F(SqliteStoreTest, UpdateRewritesStagesAndResult) {
   ASSERT_THAT(got, IsOk());
   EXPECT_THAT(*got, EqualsProto(e));
   EXPECT_FALSE(got->has_result());
+  EXPECT_EQ(RawInt("SELECT count(*) FROM stages"), 3);
+}
+
+// A stage transition writes the one row that changed: each row rewritten
+// whole dirtied index pages of its own on a grown store (issue 9, P1).
+// Triggers the test adds to the file log every write to stages and results.
+TEST_F(SqliteStoreTest, UpdateWritesOnlyTheRowsThatChanged) {
+  v1::Experiment e = MakeExperiment("s", "sha");
+  for (const char* counter : {"a", "b", "c", "d", "e", "f"}) {
+    (*e.mutable_stages(0)->mutable_counters())[counter] = 1;  // several map entries
+  }
+  e.add_stages()->set_name(v1::STAGE_ANALYZE);
+  e.add_stages()->set_name(v1::STAGE_DECIDE);
+  e.mutable_result()->set_device_count(16);
+  std::string id = Create(e);
+  RawExec(
+      "CREATE TABLE writes (what TEXT);"
+      "CREATE TRIGGER stage_insert AFTER INSERT ON stages BEGIN "
+      "  INSERT INTO writes VALUES ('insert ' || NEW.position); END;"
+      "CREATE TRIGGER stage_update AFTER UPDATE ON stages BEGIN "
+      "  INSERT INTO writes VALUES ('update ' || NEW.position); END;"
+      "CREATE TRIGGER stage_delete AFTER DELETE ON stages BEGIN "
+      "  INSERT INTO writes VALUES ('delete ' || OLD.position); END;"
+      "CREATE TRIGGER result_update AFTER UPDATE ON results BEGIN "
+      "  INSERT INTO writes VALUES ('update result'); END;"
+      "CREATE TRIGGER result_delete AFTER DELETE ON results BEGIN "
+      "  INSERT INTO writes VALUES ('delete result'); END;");
+
+  e = *store_->GetExperiment(id);  // parsed anew: the counters map may iterate in another order
+  e.mutable_stages(1)->set_status(v1::STAGE_STATUS_RUNNING);
+  *e.mutable_stages(1)->mutable_started_at() = Ts(1'700'000'002);
+  ASSERT_THAT(store_->UpdateExperiment(e, MakeEvent("stage", "", 2)), IsOk());
+  EXPECT_THAT(RawColumn("SELECT what FROM writes"), ElementsAre("update 1"));
+  EXPECT_THAT(*store_->GetExperiment(id), EqualsProto(e));
+
+  RawExec("DELETE FROM writes");
+  e.mutable_stages()->RemoveLast();
+  e.clear_result();
+  ASSERT_THAT(store_->UpdateExperiment(e, MakeEvent("stage", "", 3)), IsOk());
+  EXPECT_THAT(RawColumn("SELECT what FROM writes"), ElementsAre("delete 3", "delete result"));
+  EXPECT_THAT(*store_->GetExperiment(id), EqualsProto(e));
   EXPECT_EQ(RawInt("SELECT count(*) FROM stages"), 3);
 }
 
