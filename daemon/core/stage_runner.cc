@@ -13,6 +13,7 @@
 #include "daemon/core/hot_deployment.h"
 #include "daemon/core/planner.h"
 #include "daemon/core/stage_table.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace servelab::core {
 namespace {
@@ -215,6 +216,44 @@ absl::StatusOr<v1::Experiment> StageRunner::Commit(const std::string& id,
   }
 }
 
+bool StageRunner::Carried::Holds(v1::StageName stage) const {
+  return std::find(ended.begin(), ended.end(), stage) != ended.end();
+}
+
+absl::StatusOr<v1::Experiment> StageRunner::CommitWith(const std::string& id, Carried& carried,
+                                                       const Ledger::Mutation& mutate) {
+  if (carried.writes.empty()) return Commit(id, mutate);
+  absl::StatusOr<v1::Experiment> written =
+      Commit(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+        std::vector<std::string> details;
+        Durability durability = Durability::kOrdered;
+        auto add = [&](const EventText& text) {
+          if (!text.detail.empty()) details.push_back(text.detail);
+          if (text.durability == Durability::kSynced) durability = Durability::kSynced;
+        };
+        for (const Ledger::Mutation& write : carried.writes) {
+          SERVELAB_ASSIGN_OR_RETURN(EventText text, write(e));
+          add(text);
+        }
+        SERVELAB_ASSIGN_OR_RETURN(EventText text, mutate(e));
+        add(text);
+        text.detail = absl::StrJoin(details, "; ");
+        text.durability = durability;
+        return text;
+      });
+  if (!written.ok()) return written;
+  for (const std::function<void()>& done : carried.on_written) done();
+  carried = Carried();
+  return written;
+}
+
+void StageRunner::Flush(const std::string& id, Carried& carried) {
+  if (carried.writes.empty()) return;
+  (void)CommitWith(id, carried, [](v1::Experiment&) -> absl::StatusOr<EventText> {
+    return EventText{"stage", "", Durability::kOrdered};
+  });
+}
+
 void StageRunner::Record(const std::string& id, const Ledger::Mutation& mutate) {
   // A failure is latched by Commit: the runner then stops, and nothing is
   // left to do with it here.
@@ -399,30 +438,36 @@ void StageRunner::RunLane(const std::string& id, absl::Time released) {
   env.seed_start = &seed_start_;
   absl::Status formal_error;
   bool formal_started = false;
+  Carried carried;
   for (const StageInfo& info : StageTable()) {
-    if (info.worker != Worker::kLane) continue;
+    if (info.worker != Worker::kLane || carried.Holds(info.name)) continue;
     absl::StatusOr<v1::Experiment> e = ledger_.store().GetExperiment(id);
     if (!e.ok()) return;
     const v1::Stage* stage = FindStage(*e, info.name);
     if (stage != nullptr && Done(stage->status())) continue;
-    if (cancel->load() && !formal_started) return FinishCancelled(id);
+    if (cancel->load() && !formal_started) {
+      Flush(id, carried);
+      return FinishCancelled(id);
+    }
     SetLaneStage(info.name);
     if (stage != nullptr && Marked(stage->action())) {
-      if (!MarkStages(id, MarkedRun(*e, info.name), cursor).ok()) return;  // Latched: stop.
+      MarkStages(id, MarkedRun(*e, info.name), cursor, &carried).IgnoreError();  // Carried.
       continue;
     }
     if (info.phase == StagePhase::kLoad) {
       formal_started = true;
-      formal_error = RunFormalLoad(id, env, *e, cursor);
+      formal_error = RunFormalLoad(id, env, *e, cursor, carried);
       continue;  // Whatever happened, the drain must be confirmed next.
     }
     absl::Status status = RunStage(
-        id, info.name, [&](const v1::Experiment& x) { return info.body(env, x); }, cursor);
+        id, info.name, [&](const v1::Experiment& x) { return info.body(env, x); }, cursor,
+        &carried);
     if (status.ok()) continue;
     FailExperiment(id, info.name, status);
     if (info.phase == StagePhase::kDrain) HoldLaneUntilDrained(id);
     return;
   }
+  Flush(id, carried);  // What the last preparing stages left, when no load followed.
   if (cancel->load()) return FinishCancelled(id);
   if (!formal_error.ok()) {
     // A side that died under the load is not hot any more: the summary and
@@ -437,7 +482,8 @@ void StageRunner::RunLane(const std::string& id, absl::Time released) {
 }
 
 absl::Status StageRunner::RunFormalLoad(const std::string& id, StageEnv& env,
-                                        const v1::Experiment& e, absl::Time& cursor) {
+                                        const v1::Experiment& e, absl::Time& cursor,
+                                        Carried& carried) {
   absl::Mutex progress_mu;
   absl::Time last_commit = absl::InfinitePast();
   bool first_recorded = false;
@@ -471,7 +517,7 @@ absl::Status StageRunner::RunFormalLoad(const std::string& id, StageEnv& env,
         return FormalLoad(env, x, formal != nullptr ? formal->attempt() : 1, on_progress,
                           drained.get());
       },
-      cursor);
+      cursor, &carried);
 }
 
 void StageRunner::HoldLaneUntilDrained(const std::string& id) {
@@ -548,32 +594,39 @@ void StageRunner::RunAnalysis(const std::string& id) {
 
 absl::Status StageRunner::RunStage(
     const std::string& id, v1::StageName name,
-    const std::function<absl::StatusOr<Counters>(const v1::Experiment&)>& body,
-    absl::Time& cursor) {
+    const std::function<absl::StatusOr<Counters>(const v1::Experiment&)>& body, absl::Time& cursor,
+    Carried* carried) {
   const absl::Time start = cursor;
+  Carried none;
   SERVELAB_ASSIGN_OR_RETURN(
-      v1::Experiment started, Commit(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
-        v1::Stage& stage = *FindStage(e, name);
-        stage.set_status(v1::STAGE_STATUS_RUNNING);
-        stage.set_attempt(stage.attempt() + 1);
-        *stage.mutable_started_at() = ToTimestamp(start);
-        stage.clear_ended_at();
-        stage.clear_error();
-        stage.clear_counters();
-        e.set_state(v1::EXPERIMENT_STATE_RUNNING);
-        // Preflight keeps its blocker ("preflight"); lane and analysis
-        // stages are the fact the blocker would otherwise repeat.
-        const StageInfo& info = StageInfoOf(name);
-        if (info.worker == Worker::kLane || info.phase == StagePhase::kAnalyze) e.set_blocker("");
-        return EventText{"stage",
-                         absl::StrCat(StageLabel(name), " running (attempt ", stage.attempt(), ")"),
-                         StageWriteDurability(name)};
-      }));
+      v1::Experiment started,
+      CommitWith(id, carried != nullptr ? *carried : none,
+                 [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+                   v1::Stage& stage = *FindStage(e, name);
+                   stage.set_status(v1::STAGE_STATUS_RUNNING);
+                   stage.set_attempt(stage.attempt() + 1);
+                   *stage.mutable_started_at() = ToTimestamp(start);
+                   stage.clear_ended_at();
+                   stage.clear_error();
+                   stage.clear_counters();
+                   e.set_state(v1::EXPERIMENT_STATE_RUNNING);
+                   // Preflight keeps its blocker ("preflight"); lane and analysis
+                   // stages are the fact the blocker would otherwise repeat.
+                   const StageInfo& info = StageInfoOf(name);
+                   if (info.worker == Worker::kLane || info.phase == StagePhase::kAnalyze)
+                     e.set_blocker("");
+                   return EventText{
+                       "stage",
+                       absl::StrCat(StageLabel(name), " running (attempt ", stage.attempt(), ")"),
+                       StageWriteDurability(name)};
+                 }));
   CrashPoint(absl::StrCat("stage.", StageLabel(name), ".begin"));
   absl::StatusOr<Counters> counters = body(started);
   CrashPoint(absl::StrCat("stage.", StageLabel(name), ".end"));
   const absl::Time end = ledger_.clock().Now();
-  Record(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+  // By value: a carried end is written after this call returns.
+  Ledger::Mutation finish = [this, name, end,
+                             counters](v1::Experiment& e) -> absl::StatusOr<EventText> {
     v1::Stage& stage = *FindStage(e, name);
     *stage.mutable_ended_at() = ToTimestamp(end);
     if (counters.ok()) {
@@ -588,39 +641,54 @@ absl::Status StageRunner::RunStage(
                      absl::StrCat(StageLabel(name), counters.ok() ? " succeeded" : " failed: ",
                                   counters.ok() ? "" : counters.status().message()),
                      StageWriteDurability(name)};
-  });
+  };
+  if (carried != nullptr && counters.ok() && StageInfoOf(name).phase == StagePhase::kPrepare) {
+    carried->writes.push_back(std::move(finish));
+    carried->ended.push_back(name);
+  } else {
+    Record(id, finish);
+  }
   metrics_.ObserveStage(StageLabel(name), "run", absl::ToDoubleSeconds(end - start));
   cursor = end;
   return counters.status();
 }
 
 absl::Status StageRunner::MarkStages(const std::string& id, const std::vector<v1::StageName>& names,
-                                     absl::Time at) {
+                                     absl::Time at, Carried* carried) {
   if (names.empty()) return absl::OkStatus();
-  std::vector<std::pair<std::string, v1::StageStatus>> marked;
-  absl::Status result =
-      Commit(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
-        marked.clear();
-        std::string detail;
-        for (v1::StageName name : names) {
-          v1::Stage& stage = *FindStage(e, name);
-          const v1::StageStatus status = stage.action() == v1::STAGE_ACTION_REUSE
-                                             ? v1::STAGE_STATUS_REUSED
-                                             : v1::STAGE_STATUS_SKIPPED;
-          stage.set_status(status);
-          *stage.mutable_started_at() = ToTimestamp(at);
-          *stage.mutable_ended_at() = ToTimestamp(at);
-          marked.emplace_back(StageLabel(name), status);
-          absl::StrAppend(
-              &detail, detail.empty() ? "" : "; ", StageLabel(name),
-              status == v1::STAGE_STATUS_REUSED ? " reused: " : " skipped: ", stage.reason());
-        }
-        return EventText{"stage", detail, Durability::kOrdered};
-      }).status();
-  for (const auto& [label, status] : marked) {
-    metrics_.ObserveStage(label, status == v1::STAGE_STATUS_REUSED ? "reuse" : "skip", 0);
-    if (status == v1::STAGE_STATUS_REUSED) metrics_.CountStageReuse(label);
+  auto marked = std::make_shared<std::vector<std::pair<std::string, v1::StageStatus>>>();
+  Ledger::Mutation mark = [names, at, marked](v1::Experiment& e) -> absl::StatusOr<EventText> {
+    marked->clear();
+    std::string detail;
+    for (v1::StageName name : names) {
+      v1::Stage& stage = *FindStage(e, name);
+      const v1::StageStatus status = stage.action() == v1::STAGE_ACTION_REUSE
+                                         ? v1::STAGE_STATUS_REUSED
+                                         : v1::STAGE_STATUS_SKIPPED;
+      stage.set_status(status);
+      *stage.mutable_started_at() = ToTimestamp(at);
+      *stage.mutable_ended_at() = ToTimestamp(at);
+      marked->emplace_back(StageLabel(name), status);
+      absl::StrAppend(
+          &detail, detail.empty() ? "" : "; ", StageLabel(name),
+          status == v1::STAGE_STATUS_REUSED ? " reused: " : " skipped: ", stage.reason());
+    }
+    return EventText{"stage", detail, Durability::kOrdered};
+  };
+  auto observe = [this, marked] {
+    for (const auto& [label, status] : *marked) {
+      metrics_.ObserveStage(label, status == v1::STAGE_STATUS_REUSED ? "reuse" : "skip", 0);
+      if (status == v1::STAGE_STATUS_REUSED) metrics_.CountStageReuse(label);
+    }
+  };
+  if (carried != nullptr) {
+    carried->writes.push_back(std::move(mark));
+    carried->ended.insert(carried->ended.end(), names.begin(), names.end());
+    carried->on_written.push_back(std::move(observe));
+    return absl::OkStatus();
   }
+  absl::Status result = Commit(id, mark).status();
+  observe();
   return result;
 }
 
@@ -660,46 +728,63 @@ void StageRunner::SetBlocker(const std::string& id, const std::string& blocker) 
   });
 }
 
+namespace {
+
+// Re-plans `e`'s lane stages against `hot`, what runs now; what changed,
+// for the event ("" when no action did).
+std::string ApplyLanePlan(v1::Experiment& e, const std::optional<HotDeployment>& hot) {
+  // The plan made at submit compared with what ran then; the lane compares
+  // with what runs now (an experiment ahead in the queue may have changed it).
+  v1::Plan plan = MakePlan({.spec = e.spec(), .hot = hot});
+  std::string changed;
+  // A launch done earlier is redone when the plan against what runs now
+  // launches its side (its instance is gone or different; the router
+  // follows a relaunched side), and so is every preparing stage after it: a
+  // new process is neither warm nor verified.
+  bool relaunching = false;
+  for (const v1::PlannedStage& planned : plan.stages()) {
+    if (!IsLaneStage(planned.stage())) continue;
+    v1::Stage& stage = *FindStage(e, planned.stage());
+    const StageInfo& info = StageInfoOf(planned.stage());
+    bool stale = false;
+    if (Done(stage.status()) && info.launches != v1::SIDE_UNSPECIFIED) {
+      stale = planned.action() == v1::STAGE_ACTION_RUN;
+      relaunching = relaunching || stale;
+    } else if (Done(stage.status())) {
+      stale = relaunching && info.phase == StagePhase::kPrepare;
+    }
+    if (Done(stage.status()) && !stale) continue;
+    if (stale) ResetStage(stage);
+    if (stage.action() != planned.action()) {
+      absl::StrAppend(&changed, changed.empty() ? "" : ", ", StageLabel(planned.stage()), " ",
+                      ActionLabel(stage.action()), " -> ", ActionLabel(planned.action()));
+    }
+    stage.set_action(planned.action());
+    stage.set_reason(planned.reason());
+  }
+  *plan.mutable_predicted_preparation() = e.plan().predicted_preparation();
+  *e.mutable_plan() = plan;
+  return changed;
+}
+
+}  // namespace
+
 absl::Status StageRunner::Replan(const std::string& id) {
   SERVELAB_ASSIGN_OR_RETURN(std::optional<HotDeployment> hot, ReadHotDeployment(ledger_.store()));
+  // Usually nothing ran in between and the plan stands: then there is
+  // nothing to write, and the lane's first commit comes one sooner.
+  SERVELAB_ASSIGN_OR_RETURN(v1::Experiment current, ledger_.store().GetExperiment(id));
+  v1::Experiment replanned = current;
+  ApplyLanePlan(replanned, hot);
+  if (google::protobuf::util::MessageDifferencer::Equals(current, replanned)) {
+    return absl::OkStatus();
+  }
   return Commit(id,
                 [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
-                  // The plan made at submit compared with what ran then; the lane compares
-                  // with what runs now (an experiment ahead in the queue may have changed it).
-                  v1::Plan plan = MakePlan({.spec = e.spec(), .hot = hot});
-                  std::string changed;
-                  // A launch done earlier is redone when the plan against what
-                  // runs now launches its side (its instance is gone or
-                  // different; the router follows a relaunched side), and so is
-                  // every preparing stage after it: a new process is neither
-                  // warm nor verified.
-                  bool relaunching = false;
-                  for (const v1::PlannedStage& planned : plan.stages()) {
-                    if (!IsLaneStage(planned.stage())) continue;
-                    v1::Stage& stage = *FindStage(e, planned.stage());
-                    const StageInfo& info = StageInfoOf(planned.stage());
-                    bool stale = false;
-                    if (Done(stage.status()) && info.launches != v1::SIDE_UNSPECIFIED) {
-                      stale = planned.action() == v1::STAGE_ACTION_RUN;
-                      relaunching = relaunching || stale;
-                    } else if (Done(stage.status())) {
-                      stale = relaunching && info.phase == StagePhase::kPrepare;
-                    }
-                    if (Done(stage.status()) && !stale) continue;
-                    if (stale) ResetStage(stage);
-                    if (stage.action() != planned.action()) {
-                      absl::StrAppend(&changed, changed.empty() ? "" : ", ",
-                                      StageLabel(planned.stage()), " ", ActionLabel(stage.action()),
-                                      " -> ", ActionLabel(planned.action()));
-                    }
-                    stage.set_action(planned.action());
-                    stage.set_reason(planned.reason());
-                  }
-                  *plan.mutable_predicted_preparation() = e.plan().predicted_preparation();
-                  *e.mutable_plan() = plan;
+                  const std::string changed = ApplyLanePlan(e, hot);
                   return EventText{"plan",
                                    changed.empty()
-                                       ? "lane plan unchanged since submit"
+                                       ? "lane plan updated, no action changed"
                                        : absl::StrCat("re-planned at lane start: ", changed),
                                    Durability::kOrdered};
                 })

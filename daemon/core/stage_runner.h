@@ -107,6 +107,17 @@ class StageRunner : public ExperimentExecutor {
  private:
   using Task = std::function<void()>;
 
+  // Writes that wait for the lane's next commit of the same experiment: a
+  // preparing stage's end and a run of reused or skipped stages ride on the
+  // next stage's start, one commit where there were two (docs/design.md §5,
+  // "Durability"). Only writes that cannot decline are carried.
+  struct Carried {
+    std::vector<Ledger::Mutation> writes;
+    std::vector<v1::StageName> ended;               // The stages they end.
+    std::vector<std::function<void()>> on_written;  // Once they are committed.
+    bool Holds(v1::StageName stage) const;
+  };
+
   void CpuLoop();
   void LaneLoop();
   void Prepare(const std::string& id);
@@ -117,7 +128,7 @@ class StageRunner : public ExperimentExecutor {
   void SetLaneStage(v1::StageName stage);
   // The formal load stage, committing its progress as it runs.
   absl::Status RunFormalLoad(const std::string& id, StageEnv& env, const v1::Experiment& e,
-                             absl::Time& cursor);
+                             absl::Time& cursor, Carried& carried);
   // After drain_confirm failed: holds the lane until the instances drain.
   void HoldLaneUntilDrained(const std::string& id);
   void RunAnalysis(const std::string& id);
@@ -128,6 +139,12 @@ class StageRunner : public ExperimentExecutor {
   // Options::write_attempts the error is latched and returned. Once latched,
   // returns the latched error without writing.
   absl::StatusOr<v1::Experiment> Commit(const std::string& id, const Ledger::Mutation& mutate);
+  // Commit of `carried`'s writes and then `mutate`, as one write whose event
+  // joins their details; `carried` is emptied once that is committed.
+  absl::StatusOr<v1::Experiment> CommitWith(const std::string& id, Carried& carried,
+                                            const Ledger::Mutation& mutate);
+  // Commits what `carried` still holds, if anything.
+  void Flush(const std::string& id, Carried& carried);
   // Commit for writes whose failure needs no handling beyond the latch.
   void Record(const std::string& id, const Ledger::Mutation& mutate);
   void Latch(const absl::Status& error);
@@ -136,13 +153,16 @@ class StageRunner : public ExperimentExecutor {
   // One stage: RUNNING → body → SUCCEEDED, or FAILED (returns the error).
   // The stage starts at `cursor` — where the previous one ended — so the
   // bookkeeping between stages belongs to a named stage and no second goes
-  // unattributed; `cursor` moves to this stage's end.
+  // unattributed; `cursor` moves to this stage's end. With `carried`, its
+  // start writes what that holds, and a preparing stage that succeeded
+  // leaves its end there for the next write instead of committing it.
   absl::Status RunStage(const std::string& id, v1::StageName stage,
                         const std::function<absl::StatusOr<Counters>(const v1::Experiment&)>& body,
-                        absl::Time& cursor);
-  // REUSE and SKIP stages, recorded in one write with zero-length spans at `at`.
+                        absl::Time& cursor, Carried* carried = nullptr);
+  // REUSE and SKIP stages, recorded in one write with zero-length spans at
+  // `at`; with `carried`, left there for the next write.
   absl::Status MarkStages(const std::string& id, const std::vector<v1::StageName>& stages,
-                          absl::Time at);
+                          absl::Time at, Carried* carried = nullptr);
   // The experiment becomes FAILED with the class `stage` implies.
   void FailExperiment(const std::string& id, v1::StageName stage, const absl::Status& error);
   void FinishCancelled(const std::string& id);
