@@ -906,7 +906,9 @@ TEST_F(StageRunnerTest, ACancelBetweenPreparingStagesKeepsTheEndOfTheOneThatRan)
   std::string id;
   std::atomic<bool> cancelled{false};
   instances_.on_scrape = [&](v1::Side, InstanceCounters&) {
-    if (!id.empty() && !cancelled.exchange(true)) EXPECT_THAT(plane_.Cancel(id), IsOk());
+    if (!id.empty() && !cancelled.exchange(true)) {
+      EXPECT_THAT(plane_.Cancel(id), IsOk());
+    }
   };
   id = Submit("", {}).id();
   runner_.Start();
