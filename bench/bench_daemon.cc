@@ -64,6 +64,13 @@ double Percentile(std::vector<double> v, double q) {
   return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
 }
 
+double Mean(const std::vector<double>& v) {
+  if (v.empty()) return NAN;
+  double sum = 0;
+  for (double x : v) sum += x;
+  return sum / v.size();
+}
+
 Daemon::Daemon(const std::string& bin_dir, const std::string& work_dir, double time_scale,
                std::vector<std::string> extra_args)
     : state_dir_(work_dir + "/state"), log_path_(work_dir + "/servelabd.log") {

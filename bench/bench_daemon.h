@@ -24,6 +24,8 @@ bool IsFinal(v1::ExperimentState s);
 bool WaitUntil(const std::function<bool()>& done, absl::Duration timeout);
 // Nearest rank on a sorted copy; NAN when empty.
 double Percentile(std::vector<double> v, double q);
+// The arithmetic mean; NAN when empty.
+double Mean(const std::vector<double>& v);
 
 // servelabd as a child process on WORK_DIR/state, its output in
 // WORK_DIR/servelabd.log, serving sims from bin_dir.

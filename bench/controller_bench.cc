@@ -74,13 +74,6 @@ std::string StageLabel(v1::StageName name) {
   return absl::AsciiStrToLower(absl::StripPrefix(v1::StageName_Name(name), "STAGE_"));
 }
 
-double Mean(const std::vector<double>& v) {
-  if (v.empty()) return NAN;
-  double sum = 0;
-  for (double x : v) sum += x;
-  return sum / v.size();
-}
-
 // The figures of one finished experiment.
 struct Timing {
   std::string id;

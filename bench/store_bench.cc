@@ -208,12 +208,6 @@ void PrintCalls(const CallTimes& small, const CallTimes& grown) {
   }
 }
 
-double Mean(const std::vector<double>& v) {
-  double sum = 0;
-  for (double x : v) sum += x;
-  return v.empty() ? 0 : sum / v.size();
-}
-
 // A p99 over these is a lottery on where the checkpoints fall; the mean
 // counts each one.
 void PrintStageCommits(const std::vector<double>& small, const std::vector<double>& grown) {
