@@ -771,24 +771,22 @@ std::string ApplyLanePlan(v1::Experiment& e, const std::optional<HotDeployment>&
 
 absl::Status StageRunner::Replan(const std::string& id) {
   SERVELAB_ASSIGN_OR_RETURN(std::optional<HotDeployment> hot, ReadHotDeployment(ledger_.store()));
-  // Usually nothing ran in between and the plan stands: then there is
-  // nothing to write, and the lane's first commit comes one sooner.
-  SERVELAB_ASSIGN_OR_RETURN(v1::Experiment current, ledger_.store().GetExperiment(id));
-  v1::Experiment replanned = current;
-  ApplyLanePlan(replanned, hot);
-  if (google::protobuf::util::MessageDifferencer::Equals(current, replanned)) {
-    return absl::OkStatus();
-  }
-  return Commit(id,
-                [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
-                  const std::string changed = ApplyLanePlan(e, hot);
-                  return EventText{"plan",
-                                   changed.empty()
-                                       ? "lane plan updated, no action changed"
-                                       : absl::StrCat("re-planned at lane start: ", changed),
-                                   Durability::kOrdered};
-                })
-      .status();
+  // Usually nothing ran in between and the plan stands: the mutation then
+  // declines, nothing is written, and the lane's first commit comes one
+  // sooner.
+  bool stands = false;
+  absl::StatusOr<v1::Experiment> written =
+      Commit(id, [&](v1::Experiment& e) -> absl::StatusOr<EventText> {
+        const v1::Experiment before = e;
+        const std::string changed = ApplyLanePlan(e, hot);
+        stands = google::protobuf::util::MessageDifferencer::Equals(before, e);
+        if (stands) return absl::FailedPreconditionError("the lane plan stands");
+        return EventText{"plan",
+                         changed.empty() ? "lane plan updated, no action changed"
+                                         : absl::StrCat("re-planned at lane start: ", changed),
+                         Durability::kOrdered};
+      });
+  return stands ? absl::OkStatus() : written.status();
 }
 
 absl::Status StageRunner::ForgetLostInstances(const std::string& id) {
