@@ -98,6 +98,12 @@ double SelfCpuSeconds() {
   return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
+double SelfKernelCpuSeconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_stime.tv_sec + u.ru_stime.tv_usec / 1e6;
+}
+
 std::string MakeWorkDir(const std::string& name) {
   std::string path = "/tmp/" + name + ".XXXXXX";
   if (mkdtemp(path.data()) == nullptr) {

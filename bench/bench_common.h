@@ -27,6 +27,8 @@ long long ProcStatusField(int pid, const std::string& field);
 double ProcCpuSeconds(int pid);
 // User + system CPU seconds of this process so far.
 double SelfCpuSeconds();
+// System CPU seconds of this process so far: its part in the kernel.
+double SelfKernelCpuSeconds();
 
 // The busiest second of a process over a run: its CPU time sampled every
 // 100 ms on a thread of its own, and the highest share of one core over any

@@ -204,7 +204,12 @@ void FakeServer::Serve(int fd) {
                                "Connection: close\r\n\r\n")) {
       return;
     }
-    if (mode == Mode::kHang) {
+    if (mode == Mode::kHangAfterFirstToken &&
+        !SendAll(fd, frame(R"(data: {"id":"c","choices":[{"index":0,"text":" w0"}]})"
+                           "\n\n"))) {
+      return;
+    }
+    if (mode == Mode::kHang || mode == Mode::kHangAfterFirstToken) {
       while (!Stopping()) {
         ssize_t n = ::recv(fd, buf, sizeof buf, 0);  // Until the client gives up.
         if (n <= 0) return;

@@ -1,7 +1,8 @@
 // FakeServer: a tiny OpenAI-compatible streaming server for runner tests —
 // plain sockets, one thread per connection, port 0 on 127.0.0.1. It counts
 // what it saw (connections, requests, peak in-flight, request heads) and can
-// misbehave on demand (5xx, dropped stream, hang, missing [DONE]) or end a
+// misbehave on demand (5xx, dropped stream, hang before or after the first
+// token, missing [DONE]) or end a
 // body by closing.
 //
 // Thread-safe.
@@ -21,8 +22,17 @@ namespace servelab::loadgen {
 
 class FakeServer {
  public:
-  // kUntilClose streams a body that ends with the connection (no length).
-  enum class Mode { kStream, kHttp500, kDropMidStream, kHang, kNoDone, kUntilClose };
+  // kUntilClose streams a body that ends with the connection (no length);
+  // kHangAfterFirstToken sends one token, then nothing.
+  enum class Mode {
+    kStream,
+    kHttp500,
+    kDropMidStream,
+    kHang,
+    kHangAfterFirstToken,
+    kNoDone,
+    kUntilClose
+  };
 
   FakeServer();
   ~FakeServer();

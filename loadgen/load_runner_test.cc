@@ -49,6 +49,19 @@ LoadOptions Options(const FakeServer& server, int concurrency) {
   return o;
 }
 
+// Runs three requests that the server makes fail: their records.
+std::vector<v1::RequestRecord> RunThreeThatFail(const LoadOptions& o) {
+  auto runner = LoadRunner::Create(o);
+  MemorySink sink;
+  absl::StatusOr<LoadSummary> s = (*runner)->Run(Prompts(3, 4, 4), {}, sink);
+  EXPECT_THAT(s, IsOk());
+  if (s.ok()) {
+    EXPECT_EQ(s->failed, 3);
+  }
+  EXPECT_EQ(sink.records().size(), 3u);
+  return sink.records();
+}
+
 // Real P/D proxies serve no /v1/models (vLLM's toy_proxy_server.py): with
 // the model named, the runner asks for nothing but the generation route.
 TEST(LoadRunnerTest, NamedModelNeedsNoModelsRoute) {
@@ -149,13 +162,7 @@ TEST(LoadRunnerTest, FollowsScheduleAndRecordsQueueTime) {
 TEST(LoadRunnerTest, Http500IsRecordedAndTheRunCompletes) {
   FakeServer server;
   server.set_mode(FakeServer::Mode::kHttp500);
-  auto runner = LoadRunner::Create(Options(server, 2));
-  MemorySink sink;
-  absl::StatusOr<LoadSummary> s = (*runner)->Run(Prompts(3, 4, 4), {}, sink);
-  ASSERT_THAT(s, IsOk());
-  EXPECT_EQ(s->failed, 3);
-  ASSERT_EQ(sink.records().size(), 3u);
-  for (const auto& r : sink.records()) {
+  for (const auto& r : RunThreeThatFail(Options(server, 2))) {
     EXPECT_EQ(r.http_status(), 500);
     EXPECT_THAT(r.error(), HasSubstr("injected failure"));
     EXPECT_GT(r.end_ns(), 0);
@@ -193,22 +200,50 @@ TEST(LoadRunnerTest, ABodyThatEndsWithItsConnectionIsWhole) {
   EXPECT_EQ(server.requests(), 2);
 }
 
-// The server sends its header, then nothing: the request fails at its
-// timeout, which holds while the body streams.
+// The server sends its header and then nothing, or its first token and
+// then nothing: each request fails at its timeout, one timer for the whole
+// request rather than one per read, so it holds while the body streams.
 TEST(LoadRunnerTest, PerRequestTimeout) {
+  for (FakeServer::Mode mode : {FakeServer::Mode::kHang, FakeServer::Mode::kHangAfterFirstToken}) {
+    SCOPED_TRACE(static_cast<int>(mode));
+    FakeServer server;
+    server.set_mode(mode);
+    LoadOptions o = Options(server, 2);
+    o.request_timeout = absl::Milliseconds(200);
+    for (const auto& r : RunThreeThatFail(o)) {
+      EXPECT_EQ(r.http_status(), 200);
+      EXPECT_THAT(r.error(), HasSubstr("timeout"));
+      EXPECT_EQ(r.chunk_ns_size(), mode == FakeServer::Mode::kHang ? 0 : 1);
+      EXPECT_GE(r.end_ns() - r.sent_ns(), 190'000'000);
+    }
+    // A timed-out connection is not used again: the model lookup's, the two
+    // opened ahead and one for the third request.
+    EXPECT_EQ(server.connections(), 4);
+  }
+}
+
+// A cancel ends bodies that are streaming at once, not at their timeout.
+TEST(LoadRunnerTest, CancelEndsBodiesAfterTheirFirstToken) {
   FakeServer server;
-  server.set_mode(FakeServer::Mode::kHang);
-  LoadOptions o = Options(server, 2);
-  o.request_timeout = absl::Milliseconds(200);
-  auto runner = LoadRunner::Create(o);
+  server.set_mode(FakeServer::Mode::kHangAfterFirstToken);
+  auto runner = LoadRunner::Create(Options(server, 2));
+  ASSERT_THAT(runner, IsOk());
   MemorySink sink;
+  std::thread canceller([&] {
+    ASSERT_TRUE(servelab::testing::WaitFor([&] { return (*runner)->progress().sent >= 2; },
+                                           absl::Seconds(20)));
+    absl::SleepFor(absl::Milliseconds(100));  // Both first tokens are in by then.
+    (*runner)->Cancel();
+  });
+  const absl::Time start = absl::Now();
   absl::StatusOr<LoadSummary> s = (*runner)->Run(Prompts(2, 4, 4), {}, sink);
+  canceller.join();
   ASSERT_THAT(s, IsOk());
-  EXPECT_EQ(s->failed, 2);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));  // The timeout is 10 s.
+  ASSERT_EQ(sink.records().size(), 2u);
   for (const auto& r : sink.records()) {
-    EXPECT_EQ(r.http_status(), 200);
-    EXPECT_THAT(r.error(), HasSubstr("timeout"));
-    EXPECT_GE(r.end_ns() - r.sent_ns(), 190'000'000);
+    EXPECT_EQ(r.error(), "cancelled");
+    EXPECT_EQ(r.chunk_ns_size(), 1);
   }
 }
 
