@@ -209,6 +209,9 @@ class LoadRunner::Impl {
   // ("" for a success).
   awaitable<error_code> WriteAndReadHeader(Connection& conn, const std::string& wire,
                                            http::response_parser<http::buffer_body>& parser);
+  class Body;
+  template <typename Handler>
+  class ReadRest;
   awaitable<error_code> ReadBody(Connection& conn, http::response_parser<http::buffer_body>& parser,
                                  int status, v1::RequestRecord& r, StreamOutcome& stream);
   std::string AttemptError(const error_code& ec, int status, const StreamOutcome& stream) const;
@@ -524,80 +527,148 @@ awaitable<error_code> LoadRunner::Impl::WriteAndReadHeader(
   co_return ec;
 }
 
+// A response body, parsed as its bytes come: what came with the header,
+// then each read's bytes (AfterRead).
+class LoadRunner::Impl::Body {
+ public:
+  Body(Impl& impl, Connection& conn, http::response_parser<http::buffer_body>& parser, int status,
+       v1::RequestRecord& r, StreamOutcome& stream)
+      : impl_(impl), conn_(conn), parser_(parser), status_(status), r_(r), stream_(stream) {}
+
+  bool over() const { return over_; }
+  const error_code& ec() const { return ec_; }
+  Connection& conn() { return conn_; }
+
+  // Parses what the connection's buffer holds, up to what the parser needs
+  // more bytes for; over() once the message is complete or broken.
+  void Parse();
+  // After a read into the buffer: its error (eof ends a body that ends with
+  // its connection), or the bytes to parse.
+  void AfterRead(error_code ec);
+
+ private:
+  void OnBodyBytes(size_t got);
+  void End(error_code ec) {
+    over_ = true;
+    ec_ = ec;
+  }
+
+  Impl& impl_;
+  Connection& conn_;
+  http::response_parser<http::buffer_body>& parser_;
+  const int status_;
+  v1::RequestRecord& r_;
+  StreamOutcome& stream_;
+  SseParser sse_;
+  bool over_ = false;
+  error_code ec_;
+  char buf_[kReadChunk];
+};
+
+void LoadRunner::Impl::Body::Parse() {
+  while (!over_) {
+    if (parser_.is_done()) return End({});
+    if (conn_.buffer.size() == 0) return;
+    parser_.get().body().data = buf_;
+    parser_.get().body().size = sizeof buf_;
+    error_code ec;
+    conn_.buffer.consume(parser_.put(conn_.buffer.data(), ec));
+    const bool need_more = ec == http::error::need_more;
+    if (need_more || ec == http::error::need_buffer) ec = {};
+    OnBodyBytes(sizeof buf_ - parser_.get().body().size);
+    if (ec) return End(ec);
+    if (need_more) return;  // A partial chunk header waits in the buffer.
+  }
+}
+
+void LoadRunner::Impl::Body::AfterRead(error_code ec) {
+  if (ec == asio::error::eof) {
+    if (!parser_.got_some()) return End(http::error::end_of_stream);
+    ec = {};
+    parser_.put_eof(ec);  // A body that ends with the connection.
+    return End(ec);
+  }
+  if (ec) return End(ec);
+  Parse();
+}
+
+void LoadRunner::Impl::Body::OnBodyBytes(size_t got) {
+  if (got == 0) return;
+  if (status_ != 200) {
+    std::string& error_body = stream_.error_body;
+    if (error_body.size() < kMaxErrorBody * 4) {
+      error_body.append(buf_, std::min(got, kMaxErrorBody * 4 - error_body.size()));
+    }
+    return;
+  }
+  // Not before the request went out, whatever the wall clock did meanwhile
+  // (the kernel stamps on it).
+  const int64_t received = std::max(r_.sent_ns(), impl_.NanosecondsSinceStart(conn_.received));
+  sse_.Feed(absl::string_view(buf_, got), [&](absl::string_view data) {
+    StreamChunk c = ParseStreamChunk(data, impl_.options_.api);
+    if (c.done) stream_.saw_done = true;
+    if (!c.error.empty() && stream_.stream_error.empty()) stream_.stream_error = c.error;
+    const bool new_tokens =
+        c.has_tokens || (c.counts_are_cumulative && c.completion_tokens > r_.completion_tokens());
+    if (new_tokens) {
+      if (r_.first_token_ns() == 0) {
+        r_.set_first_token_ns(received);
+        impl_.first_token_read_lags_.push_back(std::max<int64_t>(0, impl_.SinceStart() - received));
+      }
+      r_.add_chunk_ns(received);
+    }
+    if (c.has_usage) {
+      r_.set_prompt_tokens(c.prompt_tokens);
+      r_.set_completion_tokens(c.completion_tokens);
+      r_.set_cached_tokens(c.cached_tokens);
+    }
+  });
+}
+
+// The rest of a body after its first token, one Asio read per chunk as
+// before; but each read's completion parses its bytes and starts the next
+// read itself, and only the body's end resumes the coroutine: a coroutine
+// resumption and a new awaitable per chunk cost more CPU than the parsing
+// (issue 9, P3; docs/design.md §10). Each chunk's time is when its read
+// returned.
+template <typename Handler>
+class LoadRunner::Impl::ReadRest {
+ public:
+  ReadRest(Body& body, Handler handler) : body_(&body), handler_(std::move(handler)) {}
+
+  void Start() {
+    Connection& conn = body_->conn();
+    conn.stream.socket().async_read_some(conn.buffer.prepare(kReadChunk), std::move(*this));
+  }
+  void operator()(error_code ec, size_t n) {
+    Connection& conn = body_->conn();
+    conn.buffer.commit(n);
+    conn.received = Clock::now();
+    body_->AfterRead(ec);
+    if (body_->over()) return std::move(handler_)();
+    Start();  // Moves this object into the next read; nothing after.
+  }
+
+ private:
+  Body* body_;
+  Handler handler_;
+};
+
 awaitable<error_code> LoadRunner::Impl::ReadBody(Connection& conn,
                                                  http::response_parser<http::buffer_body>& parser,
                                                  int status, v1::RequestRecord& r,
                                                  StreamOutcome& stream) {
-  error_code ec;
-  SseParser sse;
-  char buf[kReadChunk];
-  // The socket's bytes go to conn.buffer and the parser takes them from
-  // there, as Beast's http::async_read_some does, but without its composed
-  // operation: that added a layer of handlers and executor copies to every
-  // streamed chunk (issue 9, P3; docs/design.md §10).
-  bool need_more = conn.buffer.size() == 0;
-  // Body bytes that came with the header keep that read's stamp.
-  while (!ec && !parser.is_done()) {
-    if (need_more) {
-      // Stamped until the first token is in; then Asio's own read, which
-      // costs less per chunk than a wait and a read of our own (docs/design.md
-      // §10), and each later chunk's time is when its read returned.
-      if (r.first_token_ns() == 0) {
-        ec = co_await ReadSomeStamped(conn);
-      } else {
-        const size_t n = co_await conn.stream.socket().async_read_some(
-            conn.buffer.prepare(kReadChunk), asio::redirect_error(use_awaitable, ec));
-        conn.buffer.commit(n);
-        conn.received = Clock::now();
-      }
-      if (ec == asio::error::eof) {
-        ec = {};
-        if (parser.got_some()) {
-          parser.put_eof(ec);  // A body that ends with the connection.
-        } else {
-          ec = http::error::end_of_stream;
-        }
-      }
-      if (ec || parser.is_done()) break;
-    }
-    parser.get().body().data = buf;
-    parser.get().body().size = sizeof buf;
-    conn.buffer.consume(parser.put(conn.buffer.data(), ec));
-    need_more = ec == http::error::need_more || conn.buffer.size() == 0;
-    if (ec == http::error::need_more || ec == http::error::need_buffer) ec = {};
-    // Not before the request went out, whatever the wall clock did meanwhile
-    // (the kernel stamps on it).
-    const int64_t received = std::max(r.sent_ns(), NanosecondsSinceStart(conn.received));
-    size_t got = sizeof buf - parser.get().body().size;
-    if (got == 0) continue;
-    if (status != 200) {
-      std::string& error_body = stream.error_body;
-      if (error_body.size() < kMaxErrorBody * 4) {
-        error_body.append(buf, std::min(got, kMaxErrorBody * 4 - error_body.size()));
-      }
-      continue;
-    }
-    sse.Feed(absl::string_view(buf, got), [&](absl::string_view data) {
-      StreamChunk c = ParseStreamChunk(data, options_.api);
-      if (c.done) stream.saw_done = true;
-      if (!c.error.empty() && stream.stream_error.empty()) stream.stream_error = c.error;
-      const bool new_tokens =
-          c.has_tokens || (c.counts_are_cumulative && c.completion_tokens > r.completion_tokens());
-      if (new_tokens) {
-        if (r.first_token_ns() == 0) {
-          r.set_first_token_ns(received);
-          first_token_read_lags_.push_back(std::max<int64_t>(0, SinceStart() - received));
-        }
-        r.add_chunk_ns(received);
-      }
-      if (c.has_usage) {
-        r.set_prompt_tokens(c.prompt_tokens);
-        r.set_completion_tokens(c.completion_tokens);
-        r.set_cached_tokens(c.cached_tokens);
-      }
-    });
+  Body body(*this, conn, parser, status, r, stream);
+  body.Parse();  // Body bytes that came with the header keep that read's stamp.
+  // Stamped until the first token is in, so that its time is its arrival
+  // (common/receive_stamp.h).
+  while (!body.over() && r.first_token_ns() == 0) body.AfterRead(co_await ReadSomeStamped(conn));
+  if (!body.over()) {
+    co_await asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
+        [&body](auto handler) { ReadRest<decltype(handler)>(body, std::move(handler)).Start(); },
+        use_awaitable);
   }
-  co_return ec;
+  co_return body.ec();
 }
 
 std::string LoadRunner::Impl::AttemptError(const error_code& ec, int status,
